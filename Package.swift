@@ -1,0 +1,77 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Sluice",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "sluice", targets: ["sluice"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+    ],
+    targets: [
+        // C: libvips and libexif, touched only by SluiceImaging.
+        .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
+                       providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CExif", path: "Sources/CExif", pkgConfig: "libexif",
+                       providers: [.apt(["libexif-dev"])]),
+        .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim"),
+
+        .target(name: "SluiceCore", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "SluiceImaging", dependencies: [
+            "SluiceCore", "CVips", "CVipsShim", "CExif",
+        ]),
+        .target(name: "SluiceProviders", dependencies: [
+            "SluiceCore",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "SluiceStore", dependencies: [
+            "SluiceCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "SluiceDaemon", dependencies: [
+            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "SluiceCLI", dependencies: [
+            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
+        .executableTarget(name: "sluice-bench", dependencies: [
+            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceTesting",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Benchmarks/sluice-bench"),
+
+        // Test support: fake provider servers on loopback, config and fixture helpers.
+        .target(name: "SluiceTesting", dependencies: [
+            "SluiceCore",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ]),
+        .testTarget(name: "SluiceTests", dependencies: [
+            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon",
+            "SluiceCLI", "SluiceTesting", "sluice",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

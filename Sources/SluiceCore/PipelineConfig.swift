@@ -1,0 +1,150 @@
+import Foundation
+
+/// pipeline.json. Every key has a working default; unknown keys and bad values stop start-up.
+public struct PipelineConfig: Sendable, Equatable {
+    /// Absolute data root (relative paths in the file resolve against the config file's folder).
+    public var dataRoot: URL
+    public var store: StoreConfig
+    public var vision: VisionConfig
+    public var policy: ModerationPolicy
+    public var limits: LimitsConfig
+    public var output: OutputConfig
+    public var concurrency: ConcurrencyConfig
+    public var daemon: DaemonConfig
+
+    public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
+                policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
+                output: OutputConfig = OutputConfig(), concurrency: ConcurrencyConfig = ConcurrencyConfig(),
+                daemon: DaemonConfig = DaemonConfig()) {
+        self.dataRoot = dataRoot.standardizedFileURL
+        self.store = store ?? StoreConfig(path: dataRoot.appendingPathComponent("sluice.sqlite"))
+        self.vision = vision
+        self.policy = policy
+        self.limits = limits
+        self.output = output
+        self.concurrency = concurrency
+        self.daemon = daemon
+    }
+}
+
+public struct StoreConfig: Sendable, Equatable {
+    public var path: URL
+    public init(path: URL) { self.path = path.standardizedFileURL }
+}
+
+public struct VisionConfig: Sendable, Equatable {
+    public static let providers = ["google-vision"]
+    public var provider: String = "google-vision"
+    /// Base URL; `/images:annotate` is appended.
+    public var endpoint: String = "http://127.0.0.1:8089/v1"
+    /// Env var holding an API key sent as `?key=`; missing or empty means no key.
+    public var apiKeyEnv: String? = "GOOGLE_VISION_API_KEY"
+    /// Env var holding an OAuth bearer token, sent as `Authorization: Bearer`.
+    public var bearerTokenEnv: String?
+    public var timeoutSeconds: Double = 30
+    public var maxAttempts: Int = 4
+    public var initialBackoffSeconds: Double = 0.5
+    public var maxBackoffSeconds: Double = 20
+    public var maxInFlight: Int = 16
+    /// Longest side of the JPEG sent for classification.
+    public var classifyMaxSide: Int = 640
+    public var maxResponseBytes: Int = 1 << 20
+    public init() {}
+}
+
+/// Per-category thresholds: the likelihood at which an image is blocked and at which it goes to review.
+public struct CategoryPolicy: Sendable, Equatable, Codable {
+    public var block: Likelihood?
+    public var review: Likelihood?
+    /// What UNKNOWN means for this category: `"ignore"` or `"review"`.
+    public var onUnknown: UnknownAction
+
+    public init(block: Likelihood? = nil, review: Likelihood? = nil, onUnknown: UnknownAction = .ignore) {
+        self.block = block
+        self.review = review
+        self.onUnknown = onUnknown
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(["block", "review", "onUnknown"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        block = try c.decodeIfPresent(Likelihood.self, forKey: .block)
+        review = try c.decodeIfPresent(Likelihood.self, forKey: .review)
+        onUnknown = try c.value(.onUnknown, default: .ignore)
+    }
+}
+
+public enum UnknownAction: String, Sendable, Codable, Equatable {
+    case ignore, review
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let value = UnknownAction(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(raw)\" is not allowed; allowed: ignore, review")
+        }
+        self = value
+    }
+}
+
+public struct ModerationPolicy: Sendable, Equatable {
+    public var categories: [SafeSearchCategory: CategoryPolicy]
+
+    public init(categories: [SafeSearchCategory: CategoryPolicy]) { self.categories = categories }
+
+    /// Block adult or violence ≥ LIKELY and racy ≥ VERY_LIKELY; review adult, violence or racy at POSSIBLE;
+    /// an UNKNOWN adult likelihood goes to review (nothing is approved without an adult signal).
+    public static let standard = ModerationPolicy(categories: [
+        .adult: CategoryPolicy(block: .likely, review: .possible, onUnknown: .review),
+        .violence: CategoryPolicy(block: .likely, review: .possible),
+        .racy: CategoryPolicy(block: .veryLikely, review: .possible),
+        .spoof: CategoryPolicy(),
+        .medical: CategoryPolicy(),
+    ])
+
+    public subscript(category: SafeSearchCategory) -> CategoryPolicy {
+        categories[category] ?? CategoryPolicy()
+    }
+}
+
+public struct LimitsConfig: Sendable, Equatable {
+    /// 25 MiB.
+    public var maxBytes: Int = 25 * 1024 * 1024
+    /// 50 megapixels.
+    public var maxPixels: Int = 50_000_000
+    /// How picky decoding is (libvips `fail_on`): `warning` rejects any upload the decoder complains about,
+    /// `error` tolerates warnings, `truncated` only stops on truncation.
+    public var failOn: String = "warning"
+    /// Largest ICC profile or (decompressed) text metadata an upload may carry: 256 KiB.
+    public var maxMetadataBytes: Int = 256 * 1024
+    public static let failOnValues = ["warning", "error", "truncated"]
+    public init() {}
+}
+
+public struct OutputConfig: Sendable, Equatable {
+    public var maxSide: Int = 1920
+    public var quality: Int = 80
+    public var thumbnailSize: Int = 200
+    public var thumbnailQuality: Int = 75
+    public init() {}
+}
+
+public struct ConcurrencyConfig: Sendable, Equatable {
+    /// Threads for CPU stages (decode, encode); 0 means the number of cores.
+    public var cpu: Int = 0
+    /// Items in flight at once (each holds its upload in memory while the provider answers).
+    public var items: Int = 16
+
+    public init(cpu: Int = 0, items: Int = 16) {
+        self.cpu = cpu
+        self.items = items
+    }
+
+    public var effectiveCPU: Int { cpu > 0 ? cpu : ProcessInfo.processInfo.activeProcessorCount }
+}
+
+public struct DaemonConfig: Sendable, Equatable {
+    /// Full rescan period, a safety net beside inotify.
+    public var rescanSeconds: Double = 30
+    public init() {}
+}
