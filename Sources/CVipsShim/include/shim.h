@@ -1,0 +1,51 @@
+#ifndef SLUICE_VIPS_SHIM_H
+#define SLUICE_VIPS_SHIM_H
+#include <stddef.h>
+#include <vips/vips.h>
+
+/* Fixed-argument wrappers over libvips' varargs API, so Swift never calls a C varargs function. */
+
+/* VIPS_INIT, blocks untrusted loaders (and magick, pdf, svg explicitly), disables the operation cache
+ * and sets libvips' own worker threads. Returns 0 on success. Call once. */
+int sluice_vips_init(int vips_threads);
+
+/* Name of the loader libvips would pick for this buffer, or NULL. */
+const char *sluice_vips_loader(const void *buf, size_t len);
+
+/* Header only: opens the buffer lazily (no pixel decode). Caller unrefs. */
+VipsImage *sluice_vips_open_header(const void *buf, size_t len);
+
+/* The one decode: shrink-on-load to fit width x height (only ever down), auto-rotate by EXIF orientation,
+ * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". */
+int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
+                                 const char *loader_options);
+
+/* Resize an already decoded image to fit width x height (only ever down). */
+int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height);
+
+/* Flatten alpha onto white. */
+int sluice_vips_flatten_white(VipsImage *in, VipsImage **out);
+
+/* Convert to 8-bit sRGB (grey, 16-bit and CMYK leftovers included). */
+int sluice_vips_to_srgb(VipsImage *in, VipsImage **out);
+
+/* Baseline JPEG with every metadata block (EXIF, XMP, IPTC, ICC) stripped. Free *buf with g_free. */
+int sluice_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality);
+
+/* The raw EXIF block libvips found (JPEG APP1, PNG eXIf, WebP/HEIF EXIF), or 0 when none. */
+int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len);
+
+/* A copy of libvips' error buffer (caller frees with g_free), and clears it. */
+char *sluice_vips_error_copy(void);
+
+void sluice_vips_unref(VipsImage *image);
+void sluice_g_free(void *p);
+
+#endif
+
+/* Decode (auto-rotated) and force-resize to width x height 8-bit sRGB pixels, for image comparison.
+ * *out is g_malloc'd. */
+int sluice_vips_rgb_pixels(const void *buf, size_t len, int width, int height, void **out, size_t *out_len);
+
+/* Bytes that a zlib stream inflates to, counting at most `limit + 1` (so bombs stop early); -1 if corrupt. */
+long sluice_inflated_size(const void *buf, size_t len, size_t limit);

@@ -1,0 +1,136 @@
+#include "shim.h"
+#include <string.h>
+
+static void sluice_ignore_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void) domain; (void) level; (void) message; (void) data;
+}
+
+int sluice_vips_init(int vips_threads) {
+    if (VIPS_INIT("sluice")) return -1;
+    /* Decoder warnings become errors through fail_on; the reason is reported per item, not on stderr. */
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE, sluice_ignore_log, NULL);
+    vips_block_untrusted_set(TRUE);
+    /* Belt and braces: these loaders parse documents or hand files to big external libraries. */
+    vips_operation_block_set("VipsForeignLoadMagick", TRUE);
+    vips_operation_block_set("VipsForeignLoadPdf", TRUE);
+    vips_operation_block_set("VipsForeignLoadSvg", TRUE);
+    vips_operation_block_set("VipsForeignLoadOpenslide", TRUE);
+    vips_operation_block_set("VipsForeignLoadMat", TRUE);
+    vips_operation_block_set("VipsForeignLoadFits", TRUE);
+    vips_operation_block_set("VipsForeignLoadVips", TRUE);
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    if (vips_threads > 0) vips_concurrency_set(vips_threads);
+    return 0;
+}
+
+const char *sluice_vips_loader(const void *buf, size_t len) {
+    return vips_foreign_find_load_buffer(buf, len);
+}
+
+VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
+    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+}
+
+int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
+                                 const char *loader_options) {
+    return vips_thumbnail_buffer((void *) buf, len, out, width,
+                                 "height", height,
+                                 "size", VIPS_SIZE_DOWN,
+                                 "export_profile", "srgb",
+                                 "option_string", loader_options,
+                                 NULL);
+}
+
+int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+}
+
+int sluice_vips_flatten_white(VipsImage *in, VipsImage **out) {
+    double white[3] = {255.0, 255.0, 255.0};
+    if (in->Type == VIPS_INTERPRETATION_RGB16 || in->Type == VIPS_INTERPRETATION_GREY16) {
+        white[0] = white[1] = white[2] = 65535.0;
+    }
+    int bands = vips_image_get_bands(in) - 1;
+    if (bands < 1) bands = 1;
+    if (bands > 3) bands = 3;
+    VipsArrayDouble *background = vips_array_double_new(white, bands);
+    int result = vips_flatten(in, out, "background", background, NULL);
+    vips_area_unref(VIPS_AREA(background));
+    return result;
+}
+
+int sluice_vips_to_srgb(VipsImage *in, VipsImage **out) {
+    return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+int sluice_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
+    return vips_jpegsave_buffer(in, buf, len,
+                                "Q", quality,
+                                "strip", TRUE,
+                                "optimize_coding", TRUE,
+                                NULL);
+}
+
+int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len) {
+    if (vips_image_get_typeof(in, VIPS_META_EXIF_NAME) == 0) return 0;
+    if (vips_image_get_blob(in, VIPS_META_EXIF_NAME, data, len)) return 0;
+    return 1;
+}
+
+char *sluice_vips_error_copy(void) {
+    return vips_error_buffer_copy();
+}
+
+void sluice_vips_unref(VipsImage *image) {
+    if (image) g_object_unref(image);
+}
+
+void sluice_g_free(void *p) {
+    g_free(p);
+}
+
+int sluice_vips_rgb_pixels(const void *buf, size_t len, int width, int height, void **out, size_t *out_len) {
+    VipsImage *thumb = NULL, *flat = NULL, *srgb = NULL;
+    if (vips_thumbnail_buffer((void *) buf, len, &thumb, width, "height", height, "size", VIPS_SIZE_FORCE, NULL))
+        return -1;
+    VipsImage *current = thumb;
+    if (vips_image_hasalpha(current)) {
+        if (vips_flatten(current, &flat, NULL)) { g_object_unref(thumb); return -1; }
+        current = flat;
+    }
+    if (vips_colourspace(current, &srgb, VIPS_INTERPRETATION_sRGB, NULL)) {
+        g_object_unref(thumb);
+        if (flat) g_object_unref(flat);
+        return -1;
+    }
+    *out = vips_image_write_to_memory(srgb, out_len);
+    g_object_unref(srgb);
+    if (flat) g_object_unref(flat);
+    g_object_unref(thumb);
+    return *out ? 0 : -1;
+}
+
+#include <zlib.h>
+
+long sluice_inflated_size(const void *buf, size_t len, size_t limit) {
+    z_stream stream;
+    memset(&stream, 0, sizeof(stream));
+    if (inflateInit(&stream) != Z_OK) return -1;
+    stream.next_in = (Bytef *) buf;
+    stream.avail_in = (uInt) len;
+    unsigned char out[16384];
+    size_t total = 0;
+    int status = Z_OK;
+    while (status == Z_OK && total <= limit) {
+        stream.next_out = out;
+        stream.avail_out = sizeof(out);
+        status = inflate(&stream, Z_NO_FLUSH);
+        total += sizeof(out) - stream.avail_out;
+        if (status == Z_BUF_ERROR && stream.avail_in == 0) break;
+    }
+    inflateEnd(&stream);
+    if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return -1;
+    return (long) total;
+}

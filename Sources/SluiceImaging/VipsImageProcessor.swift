@@ -1,0 +1,179 @@
+import CVipsShim
+import Foundation
+import SluiceCore
+
+/// libvips-backed `ImageProcessor`: one decode per image, everything produced from it.
+public struct VipsImageProcessor: ImageProcessor {
+    public let maxPixels: Int
+    /// libvips `fail_on`: `warning` (strict: any decoder complaint rejects the upload), `error` or `truncated`.
+    public let failOn: String
+
+    /// Initialises libvips once per process (thread-safe lazy global).
+    private static let initialisation: Result<Void, ImagingError> = {
+        sluice_vips_init(1) == 0 ? .success(()) : .failure(ImagingError(.internalError, "libvips failed to start: \(lastError())"))
+    }()
+
+    public let maxMetadataBytes: Int
+
+    public init(maxPixels: Int, failOn: String = "warning", maxMetadataBytes: Int = 256 * 1024) throws(ImagingError) {
+        try Self.initialisation.get()
+        self.maxPixels = maxPixels
+        self.failOn = failOn
+        self.maxMetadataBytes = maxMetadataBytes
+    }
+
+    public func sniff(_ data: Data) throws(ImagingError) -> ImageFormat {
+        try FormatSniffer.sniff(data)
+    }
+
+    public func header(_ data: Data, format: ImageFormat) throws(ImagingError) -> ImageHeader {
+        try StructureCheck.check(data, format: format, maxMetadataBytes: maxMetadataBytes)
+        return try withImageBytes(data) { (buffer) throws(ImagingError) -> ImageHeader in
+            try checkLoader(buffer, format: format)
+            let image = try openHeader(buffer, format: format)
+            defer { sluice_vips_unref(image) }
+            return ImageHeader(width: Int(image.pointee.Xsize), height: Int(image.pointee.Ysize))
+        }
+    }
+
+    public func process(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
+        try withImageBytes(data) { (buffer) throws(ImagingError) -> ProcessedImage in
+            try checkLoader(buffer, format: format)
+            let header = try openHeader(buffer, format: format)
+            defer { sluice_vips_unref(header) }
+            let pixels = Int(header.pointee.Xsize) * Int(header.pointee.Ysize)
+            guard pixels <= maxPixels else {
+                throw ImagingError(.tooManyPixels, "image is \(header.pointee.Xsize)×\(header.pointee.Ysize) = \(pixels) pixels, over the \(maxPixels) pixel limit")
+            }
+            var exif = ExifFindings.none
+            var blob: UnsafeRawPointer?
+            var blobLength = 0
+            if sluice_vips_exif_blob(header, &blob, &blobLength) == 1, let blob {
+                exif = ExifReader.findings(fromExifBlock: UnsafeRawBufferPointer(start: blob, count: blobLength))
+            }
+
+            // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
+            var decoded: UnsafeMutablePointer<VipsImage>?
+            guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
+                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn)") == 0, let decoded
+            else { throw decodeError(format) }
+            var current = decoded
+            defer { sluice_vips_unref(current) }
+            if vips_image_hasalpha(current) != 0 {
+                var flat: UnsafeMutablePointer<VipsImage>?
+                guard sluice_vips_flatten_white(current, &flat) == 0, let flat else { throw decodeError(format) }
+                sluice_vips_unref(current)
+                current = flat
+            }
+            if current.pointee.Type != VIPS_INTERPRETATION_sRGB || current.pointee.BandFmt != VIPS_FORMAT_UCHAR {
+                var srgb: UnsafeMutablePointer<VipsImage>?
+                guard sluice_vips_to_srgb(current, &srgb) == 0, let srgb else { throw decodeError(format) }
+                sluice_vips_unref(current)
+                current = srgb
+            }
+            guard let memory = vips_image_copy_memory(current) else { throw decodeError(format) }
+            sluice_vips_unref(current)
+            current = memory
+
+            let approved = try encode(current, quality: options.quality)
+            let thumbnail = try resizedJPEG(current, side: options.thumbnailSize, quality: options.thumbnailQuality)
+            let classify = try resizedJPEG(current, side: options.classifyMaxSide, quality: options.classifyQuality)
+            return ProcessedImage(exif: exif, classifyJPEG: classify, approvedJPEG: approved, thumbnailJPEG: thumbnail,
+                                  width: Int(current.pointee.Xsize), height: Int(current.pointee.Ysize))
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func withImageBytes<T>(_ data: Data, _ body: (UnsafeRawBufferPointer) throws(ImagingError) -> T) throws(ImagingError) -> T {
+        let result: Result<T, ImagingError> = data.withUnsafeBytes { buffer in
+            do throws(ImagingError) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// libvips must agree with the sniffed format, so no other loader ever sees the bytes.
+    private func checkLoader(_ buffer: UnsafeRawBufferPointer, format: ImageFormat) throws(ImagingError) {
+        guard let loaderName = sluice_vips_loader(buffer.baseAddress, buffer.count) else {
+            _ = Self.lastError()
+            throw ImagingError(.unsupportedFormat, "\(format.rawValue.uppercased()) data that libvips cannot load here (no loader accepts it)")
+        }
+        let loader = String(cString: loaderName).lowercased()
+        let expected: [String] = switch format {
+        case .jpeg: ["jpeg"]
+        case .png: ["png"]
+        case .webp: ["webp"]
+        case .gif: ["gif"]
+        case .heif, .avif: ["heif"]
+        }
+        guard expected.contains(where: loader.contains) else {
+            throw ImagingError(.untrustedFormat, "libvips would load this \(format.rawValue.uppercased()) with \(loader), which is not allowed")
+        }
+    }
+
+    private func openHeader(_ buffer: UnsafeRawBufferPointer, format: ImageFormat) throws(ImagingError) -> UnsafeMutablePointer<VipsImage> {
+        guard let image = sluice_vips_open_header(buffer.baseAddress, buffer.count) else {
+            throw ImagingError(.corrupt, "\(format.rawValue.uppercased()) header could not be read: \(Self.lastError(about: format))")
+        }
+        if image.pointee.Xsize <= 0 || image.pointee.Ysize <= 0 {
+            sluice_vips_unref(image)
+            throw ImagingError(.corrupt, "\(format.rawValue.uppercased()) header declares an empty image")
+        }
+        return image
+    }
+
+    private func resizedJPEG(_ image: UnsafeMutablePointer<VipsImage>, side: Int, quality: Int) throws(ImagingError) -> Data {
+        var resized: UnsafeMutablePointer<VipsImage>?
+        guard sluice_vips_thumbnail_image(image, &resized, Int32(side), Int32(side)) == 0, let resized else {
+            throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
+        }
+        defer { sluice_vips_unref(resized) }
+        return try encode(resized, quality: quality)
+    }
+
+    private func encode(_ image: UnsafeMutablePointer<VipsImage>, quality: Int) throws(ImagingError) -> Data {
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard sluice_vips_jpegsave_buffer(image, &buffer, &length, Int32(quality)) == 0, let buffer else {
+            throw ImagingError(.internalError, "JPEG encode failed: \(Self.lastError())")
+        }
+        defer { sluice_g_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+
+    private func decodeError(_ format: ImageFormat) -> ImagingError {
+        let message = Self.lastError(about: format)
+        let lowered = message.lowercased()
+        if lowered.contains("truncat") || lowered.contains("premature end") || lowered.contains("unexpected end")
+            || lowered.contains("out of data") {
+            return ImagingError(.truncated, "\(format.rawValue.uppercased()) is truncated: \(message)")
+        }
+        return ImagingError(.corrupt, "\(format.rawValue.uppercased()) could not be decoded: \(message)")
+    }
+
+    /// libvips' error buffer is process-wide, so concurrent decodes can mix their messages; with a format,
+    /// only lines from that format's loader (or generic ones) are kept, deduplicated.
+    static func lastError(about format: ImageFormat? = nil) -> String {
+        guard let copy = sluice_vips_error_copy() else { return "libvips reported no detail" }
+        defer { sluice_g_free(copy) }
+        let markers: [String] = switch format {
+        case .jpeg: ["jpeg", "jpg"]
+        case .png: ["png"]
+        case .webp: ["webp"]
+        case .gif: ["gif"]
+        case .heif, .avif: ["heif", "avif"]
+        case nil: []
+        }
+        let others = ["jpeg", "png", "webp", "gif", "heif", "tiff"].filter { !markers.contains($0) }
+        var seen = Set<String>()
+        let lines = String(cString: copy).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { line in
+                guard !line.isEmpty, seen.insert(line).inserted else { return false }
+                let lowered = line.lowercased()
+                if markers.contains(where: lowered.contains) { return true }
+                return !others.contains(where: lowered.contains)
+            }
+        let text = lines.prefix(3).joined(separator: "; ")
+        return text.isEmpty ? "libvips reported no detail" : String(text.prefix(400))
+    }
+}
