@@ -1,0 +1,120 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+/// The `item` table's row; private to the store.
+struct ItemRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "item"
+
+    var id: String
+    var kind: ItemKind
+    var userId: String
+    var status: ItemStatus
+    var reason: String?
+    var provider: String?
+    var adult: Likelihood?
+    var spoof: Likelihood?
+    var medical: Likelihood?
+    var violence: Likelihood?
+    var racy: Likelihood?
+    var exifHadGPS: Bool?
+    var exifMake: String?
+    var exifModel: String?
+    var exifOrientation: Int?
+    var approvedPath: String?
+    var approvedBytes: Int?
+    var thumbnailPath: String?
+    var thumbnailBytes: Int?
+    var originalPath: String?
+    var format: String?
+    var width: Int?
+    var height: Int?
+    var sourceBytes: Int?
+    var contentHash: String?
+    var decodeMs: Double?
+    var classifyMs: Double?
+    var writeMs: Double?
+    var totalMs: Double?
+    var attempts: Int
+    var createdAt: Date
+    var updatedAt: Date
+
+    init(_ item: Item) {
+        id = item.id
+        kind = item.kind
+        userId = item.userId
+        status = item.status
+        reason = item.reason
+        provider = item.provider
+        adult = item.safeSearch?.adult
+        spoof = item.safeSearch?.spoof
+        medical = item.safeSearch?.medical
+        violence = item.safeSearch?.violence
+        racy = item.safeSearch?.racy
+        exifHadGPS = item.exif?.hadGPS
+        exifMake = item.exif?.make
+        exifModel = item.exif?.model
+        exifOrientation = item.exif?.orientation
+        approvedPath = item.outputs.approved
+        approvedBytes = item.outputs.approvedBytes
+        thumbnailPath = item.outputs.thumbnail
+        thumbnailBytes = item.outputs.thumbnailBytes
+        originalPath = item.original
+        format = item.format
+        width = item.width
+        height = item.height
+        sourceBytes = item.sourceBytes
+        contentHash = item.contentHash
+        decodeMs = item.timings.decodeMs
+        classifyMs = item.timings.classifyMs
+        writeMs = item.timings.writeMs
+        totalMs = item.timings.totalMs
+        attempts = item.attempts
+        createdAt = item.createdAt
+        updatedAt = item.updatedAt
+    }
+
+    var item: Item {
+        var safeSearch: SafeSearch?
+        if let adult, let spoof, let medical, let violence, let racy {
+            safeSearch = SafeSearch(adult: adult, spoof: spoof, medical: medical, violence: violence, racy: racy)
+        }
+        let exif = exifHadGPS.map { ExifFindings(hadGPS: $0, make: exifMake, model: exifModel, orientation: exifOrientation) }
+        return Item(id: id, kind: kind, userId: userId, status: status, reason: reason, provider: provider,
+                    safeSearch: safeSearch, exif: exif,
+                    outputs: ItemOutputs(approved: approvedPath, thumbnail: thumbnailPath,
+                                         approvedBytes: approvedBytes, thumbnailBytes: thumbnailBytes),
+                    original: originalPath, format: format, width: width, height: height, sourceBytes: sourceBytes,
+                    contentHash: contentHash,
+                    timings: StageTimings(decodeMs: decodeMs, classifyMs: classifyMs, writeMs: writeMs, totalMs: totalMs),
+                    attempts: attempts, createdAt: createdAt, updatedAt: updatedAt)
+    }
+}
+
+/// The `event` table's row; private to the store.
+struct EventRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "event"
+
+    var seq: Int64?
+    var itemId: String
+    var at: Date
+    var type: String
+    var fromStatus: ItemStatus?
+    var toStatus: ItemStatus?
+    var stage: String?
+    var detail: String?
+
+    init(_ event: ItemEvent) {
+        itemId = event.itemId
+        at = event.at
+        type = event.type
+        fromStatus = event.fromStatus
+        toStatus = event.toStatus
+        stage = event.stage
+        detail = event.detail
+    }
+
+    var event: ItemEvent {
+        ItemEvent(itemId: itemId, at: at, type: type, fromStatus: fromStatus, toStatus: toStatus, stage: stage, detail: detail)
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+/// The status store: one row per item plus an append-only event history, in SQLite (WAL) through GRDB.
+/// Many processes may read while one daemon writes.
+public struct StatusStore: Sendable {
+    private let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the store file in WAL mode and migrates it.
+    public init(path: URL) throws(StoreError) {
+        do {
+            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            let pool = try DatabasePool(path: path.path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+            writer = pool
+        } catch {
+            throw StoreError(operation: "open store at \(path.path)", underlying: error)
+        }
+    }
+
+    /// An in-memory store for tests and dry runs.
+    public static func inMemory() throws(StoreError) -> StatusStore {
+        do {
+            let queue = try DatabaseQueue()
+            try migrator.migrate(queue)
+            return StatusStore(writer: queue)
+        } catch {
+            throw StoreError(operation: "open in-memory store", underlying: error)
+        }
+    }
+
+    private init(writer: any DatabaseWriter) { self.writer = writer }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-items-and-events") { db in
+            try db.create(table: "item") { t in
+                t.primaryKey("id", .text)
+                t.column("kind", .text).notNull().indexed()
+                t.column("userId", .text).notNull().indexed()
+                t.column("status", .text).notNull().indexed()
+                t.column("reason", .text)
+                t.column("provider", .text)
+                t.column("adult", .text)
+                t.column("spoof", .text)
+                t.column("medical", .text)
+                t.column("violence", .text)
+                t.column("racy", .text)
+                t.column("exifHadGPS", .boolean)
+                t.column("exifMake", .text)
+                t.column("exifModel", .text)
+                t.column("exifOrientation", .integer)
+                t.column("approvedPath", .text)
+                t.column("approvedBytes", .integer)
+                t.column("thumbnailPath", .text)
+                t.column("thumbnailBytes", .integer)
+                t.column("originalPath", .text)
+                t.column("format", .text)
+                t.column("width", .integer)
+                t.column("height", .integer)
+                t.column("sourceBytes", .integer)
+                t.column("contentHash", .text)
+                t.column("decodeMs", .double)
+                t.column("classifyMs", .double)
+                t.column("writeMs", .double)
+                t.column("totalMs", .double)
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull().indexed()
+            }
+            try db.create(table: "event") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("itemId", .text).notNull().indexed().references("item", onDelete: .cascade)
+                t.column("at", .datetime).notNull()
+                t.column("type", .text).notNull()
+                t.column("fromStatus", .text)
+                t.column("toStatus", .text)
+                t.column("stage", .text)
+                t.column("detail", .text)
+            }
+        }
+        return migrator
+    }
+
+    // MARK: - Writes
+
+    /// Records that processing of an upload started: creates the item as `pending` or bumps its attempts.
+    /// Returns the item as it now stands.
+    @discardableResult
+    public func markReceived(id: String, kind: ItemKind, userId: String, contentHash: String?, sourceBytes: Int?,
+                             at now: Date = Date()) throws(StoreError) -> Item {
+        try write("mark \(id) received") { db in
+            if var row = try ItemRow.fetchOne(db, key: id) {
+                let previous = row.status
+                if row.contentHash != contentHash || previous.isFinal {
+                    row.status = .pending
+                    row.reason = nil
+                }
+                row.contentHash = contentHash
+                row.sourceBytes = sourceBytes
+                row.attempts += 1
+                row.updatedAt = now
+                try row.update(db)
+                try EventRow(ItemEvent(itemId: id, at: now, type: "received", fromStatus: previous, toStatus: row.status,
+                                       detail: "attempt \(row.attempts)")).insert(db)
+                return row.item
+            }
+            let item = Item(id: id, kind: kind, userId: userId, status: .pending, sourceBytes: sourceBytes,
+                            contentHash: contentHash, attempts: 1, createdAt: now, updatedAt: now)
+            try ItemRow(item).insert(db)
+            try EventRow(ItemEvent(itemId: id, at: now, type: "received", toStatus: .pending, detail: "attempt 1")).insert(db)
+            return item
+        }
+    }
+
+    /// Stores a verdict for an item (insert or replace) and appends a `verdict` event, in one transaction.
+    public func recordVerdict(_ item: Item, stage: String? = nil, detail: String? = nil) throws(StoreError) {
+        try write("record verdict for \(item.id)") { db in
+            let previous = try ItemRow.fetchOne(db, key: item.id)
+            var updated = item
+            if let previous {
+                updated.createdAt = previous.createdAt
+                updated.attempts = max(previous.attempts, item.attempts)
+            }
+            try ItemRow(updated).save(db)
+            try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
+                                   toStatus: item.status, stage: stage, detail: detail ?? item.reason)).insert(db)
+        }
+    }
+
+    /// Appends an event without changing the item (e.g. the pending file was finalised).
+    public func appendEvent(_ event: ItemEvent) throws(StoreError) {
+        try write("append event to \(event.itemId)") { db in try EventRow(event).insert(db) }
+    }
+
+    // MARK: - Reads
+
+    public func item(id: String) throws(StoreError) -> Item? {
+        try read("read item \(id)") { db in try ItemRow.fetchOne(db, key: id)?.item }
+    }
+
+    /// Items, newest first, optionally filtered by status and kind.
+    public func items(status: ItemStatus? = nil, kind: ItemKind? = nil, limit: Int? = nil) throws(StoreError) -> [Item] {
+        try read("list items") { db in
+            var request = ItemRow.all()
+            if let status { request = request.filter(Column("status") == status.rawValue) }
+            if let kind { request = request.filter(Column("kind") == kind.rawValue) }
+            request = request.order(Column("updatedAt").desc, Column("id"))
+            if let limit { request = request.limit(limit) }
+            return try request.fetchAll(db).map(\.item)
+        }
+    }
+
+    public func events(itemId: String) throws(StoreError) -> [ItemEvent] {
+        try read("read events of \(itemId)") { db in
+            try EventRow.filter(Column("itemId") == itemId).order(Column("seq")).fetchAll(db).map(\.event)
+        }
+    }
+
+    /// Count of items per status (all kinds).
+    public func countsByStatus() throws(StoreError) -> [ItemStatus: Int] {
+        try read("count items") { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM item GROUP BY status")
+            var counts: [ItemStatus: Int] = [:]
+            for row in rows {
+                if let status = ItemStatus(rawValue: row["status"]) { counts[status] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    // MARK: - Plumbing
+
+    private func write<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do { return try writer.write(body) } catch { throw StoreError(operation: operation, underlying: error) }
+    }
+
+    private func read<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do { return try writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
+    }
+}
+
+/// A store operation that failed, naming the operation.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var message: String
+
+    init(operation: String, underlying: any Error) {
+        self.operation = operation
+        self.message = String(describing: underlying)
+    }
+
+    public var description: String { "store: cannot \(operation): \(message)" }
+}
