@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import SluiceCore
+import SluiceImaging
+import SluiceProviders
+import SluiceStore
+
+/// Assembles the daemon from a config: the one place where concrete types are chosen.
+/// Tests call it directly with an in-memory config and a provider pointed at a fake server.
+public struct ImageDaemon: Sendable {
+    public let service: DropFolderService
+    public let store: StatusStore
+    public let pool: CPUPool
+    public let provider: any VisionProvider
+
+    public static func build(config: PipelineConfig, mode: DropFolderService.Mode,
+                             provider: (any VisionProvider)? = nil,
+                             environment: [String: String] = ProcessInfo.processInfo.environment,
+                             logger: Logger = Logger(label: "sluice")) throws -> ImageDaemon {
+        let store = try StatusStore(path: config.store.path)
+        let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
+                                               maxMetadataBytes: config.limits.maxMetadataBytes)
+        let provider = provider ?? Self.visionProvider(config: config.vision, environment: environment, logger: logger)
+        let pool = CPUPool(threads: config.concurrency.effectiveCPU)
+        let pipeline = ImagePipeline(config: config, processor: processor, provider: provider, pool: pool)
+        let items = ImageItemProcessor(config: config, store: store, pipeline: pipeline, providerName: provider.name, logger: logger)
+        let service = DropFolderService(config: config, processor: items, mode: mode, logger: logger)
+        return ImageDaemon(service: service, store: store, pool: pool, provider: provider)
+    }
+
+    public static func visionProvider(config: VisionConfig, environment: [String: String], logger: Logger) -> any VisionProvider {
+        // `vision.provider` is validated at load; google-vision is the wire format every endpoint speaks.
+        GoogleVisionProvider(config: config, environment: environment, logger: logger)
+    }
+
+    /// Runs until done (`once`) or until graceful shutdown, then releases the worker pool.
+    public func run() async throws {
+        if let google = provider as? GoogleVisionProvider, let problem = await google.probe() {
+            Logger(label: "sluice").warning("\(problem); uploads will be held for review (fail closed) until it answers")
+        }
+        do {
+            try await service.run()
+        } catch {
+            await pool.shutdown()
+            throw error
+        }
+        await pool.shutdown()
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// The on-disk contract under `dataRoot`.
+public struct DataRoot: Sendable, Equatable {
+    public let url: URL
+
+    public init(_ url: URL) { self.url = url.standardizedFileURL }
+
+    public var pending: URL { url.appendingPathComponent("pending", isDirectory: true) }
+    public var approved: URL { url.appendingPathComponent("approved", isDirectory: true) }
+    public var thumbnails: URL { url.appendingPathComponent("thumbnails", isDirectory: true) }
+    public var quarantine: URL { url.appendingPathComponent("quarantine", isDirectory: true) }
+    public var review: URL { url.appendingPathComponent("review", isDirectory: true) }
+    public var rejected: URL { url.appendingPathComponent("rejected", isDirectory: true) }
+
+    public static let folderNames = ["pending", "approved", "thumbnails", "quarantine", "review", "rejected"]
+
+    public func createFolders() throws {
+        for name in Self.folderNames {
+            try FileManager.default.createDirectory(at: url.appendingPathComponent(name, isDirectory: true),
+                                                    withIntermediateDirectories: true)
+        }
+    }
+
+    /// A path relative to the data root, as stored and shown.
+    public func relative(_ file: URL) -> String {
+        let base = url.path.hasSuffix("/") ? url.path : url.path + "/"
+        let path = file.standardizedFileURL.path
+        return path.hasPrefix(base) ? String(path.dropFirst(base.count)) : path
+    }
+
+    public func absolute(_ relative: String) -> URL { url.appendingPathComponent(relative) }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import Synchronization
+import ServiceLifecycle
+import SluiceCore
+import SluiceStore
+
+/// The daemon: scans pending/ at start, then on every inotify signal and every `rescanSeconds`, and runs
+/// each upload through the pipeline with bounded concurrency. On graceful shutdown (SIGINT/SIGTERM) it
+/// stops taking new uploads, finishes those in flight, and returns.
+public struct DropFolderService: Service {
+    public enum Mode: Sendable { case watch, once }
+
+    let config: PipelineConfig
+    let processor: ImageItemProcessor
+    let mode: Mode
+    let logger: Logger
+
+    public init(config: PipelineConfig, processor: ImageItemProcessor, mode: Mode, logger: Logger) {
+        self.config = config
+        self.processor = processor
+        self.mode = mode
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let root = DataRoot(config.dataRoot)
+        try root.createFolders()
+        let orphans = FileOps.removeOrphanTemps(under: root.approved) + FileOps.removeOrphanTemps(under: root.thumbnails)
+        if orphans > 0 { logger.notice("removed temp files left by an interrupted run", metadata: ["count": "\(orphans)"]) }
+        let scanner = PendingScanner(root: root)
+
+        switch mode {
+        case .once:
+            let summary = await process(scanner.scan())
+            logger.notice("processed pending uploads", metadata: ["items": "\(summary)"])
+        case .watch:
+            let watcher = DropFolderWatcher(pending: root.pending, logger: logger)
+            let signals = Self.merge(watcher.changes(), every: config.daemon.rescanSeconds)
+            logger.notice("watching for uploads", metadata: ["pending": "\(root.pending.path)"])
+            try await runWatching(scanner: scanner, signals: signals)
+            logger.notice("drained in-flight uploads, stopping")
+        }
+    }
+
+    /// Processes a fixed list with at most `concurrency.items` in flight; returns how many were handled.
+    func process(_ uploads: [PendingUpload]) async -> Int {
+        let limit = config.concurrency.items
+        let processor = processor
+        return await withTaskGroup(of: Void.self, returning: Int.self) { group in
+            var inFlight = 0
+            for upload in uploads {
+                if inFlight >= limit {
+                    await group.next()
+                    inFlight -= 1
+                }
+                group.addTask { await processor.handle(upload) }
+                inFlight += 1
+            }
+            await group.waitForAll()
+            return uploads.count
+        }
+    }
+
+    private func runWatching(scanner: PendingScanner, signals: AsyncStream<Void>) async throws {
+        let limit = config.concurrency.items
+        let processor = processor
+        let active = ActivePaths()
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for await _ in signals.cancelOnGracefulShutdown() {
+                for upload in scanner.scan() where active.insert(upload.url.path) {
+                    if running >= limit {
+                        await group.next()
+                        running -= 1
+                    }
+                    group.addTask {
+                        await processor.handle(upload)
+                        active.remove(upload.url.path)
+                    }
+                    running += 1
+                }
+            }
+            // Graceful shutdown: no new uploads; in-flight ones finish.
+            await group.waitForAll()
+        }
+    }
+
+    /// One signal now, one per inotify change, one every `seconds`.
+    static func merge(_ changes: AsyncStream<Void>, every seconds: Double) -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        continuation.yield(())
+        let forward = Task {
+            for await _ in changes { continuation.yield(()) }
+        }
+        let tick = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+                continuation.yield(())
+            }
+        }
+        continuation.onTermination = { _ in
+            forward.cancel()
+            tick.cancel()
+        }
+        return stream
+    }
+}
+
+/// Paths being processed right now, so a rescan does not start the same upload twice.
+final class ActivePaths: Sendable {
+    private let paths = Mutex(Set<String>())
+
+    /// False when the path is already active.
+    func insert(_ path: String) -> Bool { paths.withLock { $0.insert(path).inserted } }
+    func remove(_ path: String) { _ = paths.withLock { $0.remove(path) } }
+}

@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import Synchronization
+
+/// Signals "something changed under pending/" from inotify (Linux), watching pending/ and every user folder.
+/// Signals coalesce: consumers rescan on each one. A periodic rescan elsewhere covers queue overflows.
+public final class DropFolderWatcher: Sendable {
+    private let pending: URL
+    private let stopped = Mutex(false)
+    private let logger: Logger
+
+    public init(pending: URL, logger: Logger) {
+        self.pending = pending
+        self.logger = logger
+    }
+
+    /// Starts a watcher thread; the stream ends (and the thread exits) when the consumer goes away.
+    public func changes() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        #if os(Linux)
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else {
+            logger.warning("inotify unavailable; relying on periodic rescans", metadata: ["errno": "\(errno)"])
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.stopped.withLock { $0 = true } }
+        let pending = pending
+        let logger = logger
+        let thread = Thread { [self] in
+            self.watchLoop(fd: fd, pending: pending, continuation: continuation, logger: logger)
+            close(fd)
+        }
+        thread.name = "sluice-inotify"
+        thread.start()
+        #endif
+        return stream
+    }
+
+    #if os(Linux)
+    private static let folderMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+    private func watchLoop(fd: Int32, pending: URL, continuation: AsyncStream<Void>.Continuation, logger: Logger) {
+        var watches: [Int32: String] = [:]
+        func addWatch(_ path: String) {
+            let wd = inotify_add_watch(fd, path, Self.folderMask)
+            if wd >= 0 { watches[wd] = path }
+        }
+        addWatch(pending.path)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: pending.path)) ?? [] {
+            let path = pending.appendingPathComponent(name).path
+            if PendingScanner.fileType(URL(fileURLWithPath: path)) == .directory { addWatch(path) }
+        }
+        let bufferSize = 64 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
+        defer { buffer.deallocate() }
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !stopped.withLock({ $0 }) {
+            let ready = poll(&poller, 1, 250)
+            if ready <= 0 { continue }
+            let count = read(fd, buffer, bufferSize)
+            if count <= 0 { continue }
+            var offset = 0
+            var changed = false
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                let nameStart = offset + MemoryLayout<inotify_event>.size
+                var name = ""
+                if length > 0, nameStart + length <= count {
+                    let bytes = UnsafeRawBufferPointer(start: buffer + nameStart, count: length)
+                    name = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 { changed = true }
+                if let folder = watches[wd], mask & UInt32(IN_ISDIR) != 0, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0,
+                   folder == pending.path, !name.isEmpty {
+                    addWatch(pending.appendingPathComponent(name).path)
+                }
+                if mask & UInt32(IN_IGNORED) != 0 { watches[wd] = nil }
+                if !name.isEmpty, !PendingScanner.isInProgress(name) { changed = true }
+                if mask & UInt32(IN_ISDIR) != 0 { changed = true }
+                offset = nameStart + length
+            }
+            if changed { continuation.yield(()) }
+        }
+        continuation.finish()
+        logger.debug("inotify watcher stopped")
+    }
+    #endif
+}
