@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `sluice`: the operator's command line.
+@available(macOS 14, *)
+public struct SluiceCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "sluice",
+        abstract: "Self-hosted content moderation: drop folders in, verdicts and privacy-safe images out.",
+        subcommands: [RunCommand.self, StatusCommand.self, ListCommand.self])
+
+    public init() {}
+
+    /// Entry point: parses the arguments and runs the chosen subcommand, exiting with its status.
+    public static func start() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// Options every subcommand takes.
+struct CommonOptions: ParsableArguments {
+    @Option(name: .long, help: "Path to pipeline.json.")
+    var config: String = "./pipeline.json"
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    func loadConfig() throws -> PipelineConfigLoad {
+        try PipelineConfigLoad(path: config)
+    }
+
+    func bootstrapLogging(default fallback: Logger.Level) throws {
+        let level: Logger.Level
+        if let raw = logLevel ?? ProcessInfo.processInfo.environment["SLUICE_LOG_LEVEL"] {
+            guard let parsed = Logger.Level(rawValue: raw.lowercased()) else {
+                throw ValidationError("--log-level \"\(raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            level = parsed
+        } else {
+            level = fallback
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

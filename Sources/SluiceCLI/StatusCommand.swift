@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import SluiceCore
+import SluiceStore
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show one item (image `{userId}/{imageId}` or text id) with its history.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Argument(help: "Item id, e.g. user1/img42.")
+    var id: String
+
+    @Flag(help: "Print JSON (stable fields, see README).")
+    var json = false
+
+    func run() async throws {
+        let config = try common.loadConfig().config
+        let store = try StatusStore(path: config.store.path)
+        guard let item = try store.item(id: id) else {
+            throw CLIError(message: "no item with id \"\(id)\" in \(config.store.path.path)")
+        }
+        let history = try store.events(itemId: id)
+        if json {
+            print(String(decoding: try ItemJSON.encoder.encode(ItemJSON(item, history: history)), as: UTF8.self))
+            return
+        }
+        var lines = [
+            "id:        \(item.id)", "kind:      \(item.kind.rawValue)", "user:      \(item.userId)",
+            "status:    \(item.status.rawValue)", "reason:    \(item.reason ?? "-")",
+        ]
+        if let s = item.safeSearch {
+            lines.append("safeSearch: adult \(s.adult.rawValue), racy \(s.racy.rawValue), violence \(s.violence.rawValue), medical \(s.medical.rawValue), spoof \(s.spoof.rawValue) (\(item.provider ?? "-"))")
+        }
+        if let e = item.exif {
+            lines.append("exif:      GPS \(e.hadGPS ? "removed" : "none"), camera \([e.make, e.model].compactMap { $0 }.joined(separator: " ").nilIfEmpty ?? "-"), orientation \(e.orientation.map(String.init) ?? "-")")
+        }
+        if let approved = item.outputs.approved { lines.append("approved:  \(approved) (\(item.outputs.approvedBytes ?? 0) bytes)") }
+        if let thumbnail = item.outputs.thumbnail { lines.append("thumbnail: \(thumbnail) (\(item.outputs.thumbnailBytes ?? 0) bytes)") }
+        if let original = item.original { lines.append("original:  \(original)") }
+        lines.append("created:   \(item.createdAt.formatted(.iso8601))   updated: \(item.updatedAt.formatted(.iso8601))   attempts: \(item.attempts)")
+        lines.append("history:")
+        for event in history {
+            let change = [event.fromStatus?.rawValue, event.toStatus?.rawValue].compactMap { $0 }.joined(separator: " → ")
+            lines.append("  \(event.at.formatted(.iso8601))  \(event.type)  \(change)  \(event.stage.map { "[\($0)] " } ?? "")\(event.detail ?? "")")
+        }
+        print(lines.joined(separator: "\n"))
+    }
+}
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List items, newest first.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Only this status: \(ItemStatus.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var status: ItemStatus?
+
+    @Option(help: "Only this kind: image, text.")
+    var kind: ItemKind?
+
+    @Option(help: "At most this many items.")
+    var limit: Int?
+
+    @Flag(help: "Print a JSON array (stable fields, see README).")
+    var json = false
+
+    func run() async throws {
+        let config = try common.loadConfig().config
+        let store = try StatusStore(path: config.store.path)
+        let items = try store.items(status: status, kind: kind, limit: limit)
+        if json {
+            print(String(decoding: try ItemJSON.encoder.encode(items.map { ItemJSON($0) }), as: UTF8.self))
+            return
+        }
+        print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())
+        let counts = Dictionary(grouping: items, by: \.status).mapValues(\.count)
+        print("\n" + ItemStatus.allCases.compactMap { s in counts[s].map { "\($0) \(s.rawValue)" } }.joined(separator: ", ")
+              + (items.isEmpty ? "no items" : ""))
+    }
+}
+
+extension ItemStatus: ExpressibleByArgument {}
+extension ItemKind: ExpressibleByArgument {}

@@ -1,0 +1,3 @@
+import SluiceCLI
+
+await SluiceCommand.start()
