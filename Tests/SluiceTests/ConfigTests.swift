@@ -1,0 +1,83 @@
+import Foundation
+import SluiceCore
+import SluiceTesting
+import Testing
+
+@Suite struct ConfigTests {
+    let base = URL(fileURLWithPath: "/srv/sluice")
+
+    @Test func committedPipelineJSONLoadsWithDefaults() throws {
+        let config = try PipelineConfig.load(from: TestEnvironment.repositoryRoot.appendingPathComponent("pipeline.json"))
+        #expect(config.dataRoot == TestEnvironment.repositoryRoot.appendingPathComponent("data").standardizedFileURL)
+        #expect(config.store.path.lastPathComponent == "sluice.sqlite")
+        #expect(config.vision.provider == "google-vision")
+        #expect(config.limits.maxBytes == 25 * 1024 * 1024)
+        #expect(config.limits.maxPixels == 50_000_000)
+        #expect(config.output.maxSide == 1920 && config.output.quality == 80)
+        #expect(config.policy == .standard)
+    }
+
+    @Test func relativePathsResolveAgainstTheConfigFolder() throws {
+        let config = try PipelineConfig.parse(Data(#"{"dataRoot": "d", "store": {"path": "s/x.sqlite"}}"#.utf8), baseDirectory: base)
+        #expect(config.dataRoot.path == "/srv/sluice/d")
+        #expect(config.store.path.path == "/srv/sluice/s/x.sqlite")
+        let absolute = try PipelineConfig.parse(Data(#"{"dataRoot": "/data"}"#.utf8), baseDirectory: base)
+        #expect(absolute.dataRoot.path == "/data")
+        #expect(absolute.store.path.path == "/data/sluice.sqlite")
+    }
+
+    @Test(arguments: [
+        (#"{"dataRoot": "d", "visoin": {}}"#, "unknown config key \"visoin\""),
+        (#"{"vision": {"endpont": "x"}}"#, "unknown config key \"vision.endpont\""),
+        (#"{"policy": {"adult": {"blok": "LIKELY"}}}"#, "unknown config key \"policy.adult.blok\""),
+        (#"{"policy": {"nudity": {}}}"#, "unknown config key \"policy.nudity\""),
+        (#"{"policy": {"adult": {"block": "MAYBE"}}}"#, "policy.adult.block"),
+        (#"{"vision": {"provider": "aws"}}"#, "vision.provider"),
+        (#"{"vision": {"endpoint": "ftp://x"}}"#, "vision.endpoint"),
+        (#"{"limits": {"maxBytes": "big"}}"#, "limits.maxBytes"),
+        (#"{"limits": {"maxPixels": 0}}"#, "limits.maxPixels"),
+        (#"{"output": {"quality": 101}}"#, "output.quality"),
+        (#"{"policy": {"racy": {"block": "POSSIBLE", "review": "LIKELY"}}}"#, "policy.racy.review"),
+        (#"{"dataRoot": 3}"#, "dataRoot"),
+        (#"{"dataRoot": "d""#, "not valid JSON"),
+    ])
+    func badConfigNamesTheKey(json: String, expected: String) throws {
+        do {
+            _ = try PipelineConfig.parse(Data(json.utf8), baseDirectory: base)
+            Issue.record("accepted \(json)")
+        } catch let error as ConfigurationError {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
+    }
+
+    @Test func unknownKeyErrorListsWhatIsAllowed() throws {
+        #expect(throws: ConfigurationError.unknownKey(path: "limits.maxMegabytes", allowed: ["maxBytes", "maxPixels", "failOn", "maxMetadataBytes"])) {
+            try PipelineConfig.parse(Data(#"{"limits": {"maxMegabytes": 3}}"#.utf8), baseDirectory: base)
+        }
+    }
+
+    @Test func policyDecidesWithStandardThresholds() {
+        let policy = ModerationPolicy.standard
+        #expect(policy.decide(cleanResultCore) == .approve)
+        var adult = cleanResultCore
+        adult.adult = .likely
+        #expect(policy.decide(adult) == .block(reason: "blocked by policy: adult LIKELY ≥ LIKELY"))
+        var racy = cleanResultCore
+        racy.racy = .likely
+        #expect(policy.decide(racy) == .review(reason: "needs review: racy LIKELY ≥ POSSIBLE"))
+        racy.racy = .veryLikely
+        #expect(policy.decide(racy) == .block(reason: "blocked by policy: racy VERY_LIKELY ≥ VERY_LIKELY"))
+        var violence = cleanResultCore
+        violence.violence = .possible
+        #expect(policy.decide(violence) == .review(reason: "needs review: violence POSSIBLE ≥ POSSIBLE"))
+        // Nothing is approved without an adult signal.
+        #expect(policy.decide(SafeSearch()) == .review(reason: "needs review: adult is UNKNOWN"))
+        var medical = cleanResultCore
+        medical.medical = .veryLikely
+        #expect(policy.decide(medical) == .approve)
+    }
+
+    private var cleanResultCore: SafeSearch {
+        SafeSearch(adult: .veryUnlikely, spoof: .veryUnlikely, medical: .unlikely, violence: .veryUnlikely, racy: .unlikely)
+    }
+}

@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// The real `sluice` binary as operators run it: watch mode, signals, kill -9 and restart, CLI output.
+@Suite(.serialized) struct DaemonProcessTests {
+    @Test func killNineMidBatchThenRestartGivesExactlyOneVerdictEach() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.15, then: .safeSearch(cleanResult)) }
+        defer { server.stop() }
+        let sources = TestEnvironment.fixtureFiles("images/orientation") + TestEnvironment.fixtureFiles("images/photos")
+        var ids: [String] = []
+        for round in 0..<2 {
+            for (index, source) in sources.enumerated() {
+                let id = "img\(round)_\(index)"
+                ids.append("crash/\(id)")
+                try root.drop(source, user: "crash", name: id + "." + source.pathExtension)
+            }
+        }
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let storePath = root.url.appendingPathComponent("sluice.sqlite")
+
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        // Wait until some, but not all, verdicts are in, then kill without warning.
+        var verdicts = 0
+        for _ in 0..<300 {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            if FileManager.default.fileExists(atPath: storePath.path),
+               let store = try? StatusStore(path: storePath) {
+                verdicts = (try? store.items().filter { $0.status.isFinal }.count) ?? 0
+                if verdicts >= 4 { break }
+            }
+        }
+        kill(daemon.processIdentifier, SIGKILL)
+        daemon.waitUntilExit()
+        #expect(verdicts >= 4 && verdicts < ids.count, "killed after \(verdicts) of \(ids.count)")
+
+        let rerun = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+
+        let store = try StatusStore(path: storePath)
+        for id in ids {
+            let item = try #require(try store.item(id: id), "\(id) lost")
+            #expect(item.status == .approved, "\(id): \(item.status) \(item.reason ?? "")")
+            let verdictEvents = try store.events(itemId: id).filter { $0.type == "verdict" }
+            #expect(verdictEvents.count == 1, "\(id) has \(verdictEvents.count) verdicts")
+            for output in [item.outputs.approved, item.outputs.thumbnail] {
+                let path = try #require(output)
+                let data = try read(root.file(path))
+                #expect(JPEGInspector.dimensions(data) != nil, "\(path) incomplete")
+            }
+        }
+        let files = root.allFiles()
+        #expect(files.filter { $0.hasPrefix("pending/") }.isEmpty, "\(files.filter { $0.hasPrefix("pending/") })")
+        #expect(files.filter { $0.contains(".sluice-tmp-") }.isEmpty, "orphan temp files")
+    }
+
+    @Test func watchModePicksUpNewUploadsAndDrainsOnSIGTERM() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.3, then: .safeSearch(cleanResult)) }
+        defer { server.stop() }
+        let config = try root.writeConfigFile(endpoint: server.endpoint, extra: #""daemon": {"rescanSeconds": 600}"#)
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        try await Task.sleep(nanoseconds: 800_000_000)
+        // Arrives after start: only inotify can see it (the rescan period is 10 minutes).
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "live", name: "first.jpg")
+        let storePath = root.url.appendingPathComponent("sluice.sqlite")
+        var status: ItemStatus?
+        for _ in 0..<200 where status != .approved {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            status = try? StatusStore(path: storePath).item(id: "live/first")?.status
+        }
+        #expect(status == .approved)
+        // A new folder created while running is watched too; SIGTERM arrives while that upload is in flight.
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "newuser", name: "second.png")
+        var inFlight = false
+        for _ in 0..<100 where !inFlight {
+            try await Task.sleep(nanoseconds: 20_000_000)
+            inFlight = server.received.count >= 2
+        }
+        kill(daemon.processIdentifier, SIGTERM)
+        daemon.waitUntilExit()
+        #expect(daemon.terminationReason == .exit)
+        #expect(daemon.terminationStatus == 0)
+        #expect(inFlight)
+        #expect(try StatusStore(path: storePath).item(id: "newuser/second")?.status == .approved, "in-flight item finished before exit")
+    }
+
+    @Test func statusAndListPrintDocumentedJSON() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try root.drop(TestEnvironment.repositoryRoot.appendingPathComponent("Samples/alice/rocket.jpg"), user: "alice", name: "rocket.jpg")
+        try root.drop(Data("nope".utf8), user: "alice", name: "bad.jpg")
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let binary = TestEnvironment.sluiceBinary
+        #expect(try shell(binary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
+
+        let status = try shell(binary, ["status", "alice/rocket", "--json", "--config", config.path])
+        #expect(status.status == 0, "\(status.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        for key in ["id", "kind", "userId", "status", "reason", "safeSearch", "exif", "outputs", "createdAt", "updatedAt"] {
+            #expect(object.keys.contains(key), "missing \(key)")
+        }
+        #expect(object["id"] as? String == "alice/rocket")
+        #expect(object["status"] as? String == "approved")
+        #expect(object["reason"] is NSNull)
+        #expect((object["safeSearch"] as? [String: String])?["adult"] == "VERY_UNLIKELY")
+        let exif = try #require(object["exif"] as? [String: Any])
+        #expect(exif["hadGPS"] as? Bool == true)
+        #expect(exif["make"] as? String == "Canon")
+        #expect((object["outputs"] as? [String: Any])?["approved"] as? String == "approved/alice/rocket.jpg")
+        #expect((object["outputs"] as? [String: Any])?["thumbnail"] as? String == "thumbnails/alice/rocket.jpg")
+        #expect((object["createdAt"] as? String)?.hasSuffix("Z") == true)
+
+        let list = try shell(binary, ["list", "--status", "rejected", "--json", "--config", config.path])
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(array.count == 1)
+        #expect(array.first?["id"] as? String == "alice/bad")
+        #expect((array.first?["reason"] as? String)?.contains("not an image") == true)
+
+        let table = try shell(binary, ["list", "--config", config.path])
+        #expect(table.stdout.contains("alice/rocket") && table.stdout.contains("approved") && table.stdout.contains("STATUS"))
+
+        let missing = try shell(binary, ["status", "alice/none", "--config", config.path])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("no item with id \"alice/none\""))
+    }
+
+    @Test func badConfigStopsStartupNamingTheKey() throws {
+        let root = try TemporaryDataRoot()
+        let config = root.url.appendingPathComponent("pipeline.json")
+        try Data(#"{"dataRoot": ".", "vision": {"endpiont": "http://x"}}"#.utf8).write(to: config)
+        let result = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("unknown config key \"vision.endpiont\""), "\(result.stderr)")
+        let missing = try shell(TestEnvironment.sluiceBinary, ["list", "--config", root.url.appendingPathComponent("nope.json").path])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("cannot read config file"))
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// Names and file types under pending/: bad ones are never opened, always recorded with a reason.
+@Suite(.serialized) struct DropFolderContractTests {
+    @Test func badNamesLinksAndFoldersAreRejectedWithoutDecoding() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let photo = TestEnvironment.fixture("images/photos/rocket.jpg")
+        try root.drop(photo, user: "u1", name: "has space.jpg")
+        try root.drop(photo, user: "u1", name: "ünïcode.jpg")
+        try root.drop(photo, user: "u1", name: "a..b.jpg")
+        try root.drop(photo, user: "u1", name: "x.j%g")
+        try root.drop(photo, user: "bad user", name: "fine.jpg")
+        try root.drop(photo, user: "u1", name: String(repeating: "a", count: 129) + ".jpg")
+        try FileManager.default.createDirectory(at: root.pending.appendingPathComponent("u1/folder-image"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root.pending.appendingPathComponent("u1/link").path, withDestinationPath: photo.path)
+        try FileManager.default.createSymbolicLink(atPath: root.pending.appendingPathComponent("linkuser").path,
+                                                   withDestinationPath: photo.deletingLastPathComponent().path)
+        try Data("x".utf8).write(to: root.pending.appendingPathComponent("loose.jpg"))
+
+        let store = try await runOnce(root, server: server)
+        #expect(server.received.isEmpty, "nothing with a bad name reaches the provider")
+        let rejected = try store.items(status: .rejected)
+        let reasons = Dictionary(uniqueKeysWithValues: rejected.map { ($0.id, $0.reason ?? "") })
+        #expect(reasons["u1/has space.jpg"]?.contains("outside [A-Za-z0-9_-]") == true)
+        #expect(reasons["u1/ünïcode.jpg"]?.contains("outside [A-Za-z0-9_-]") == true)
+        #expect(reasons["u1/a..b.jpg"]?.contains("imageId \"a..b\"") == true, "\(reasons)")
+        #expect(reasons["u1/x.j%g"]?.contains("extension") == true)
+        #expect(reasons["bad user/fine.jpg"]?.contains("user folder \"bad user\"") == true)
+        #expect(reasons["u1/" + String(repeating: "a", count: 129) + ".jpg"]?.contains("over the 128 limit") == true)
+        #expect(reasons["u1/folder-image"]?.contains("folder where an image file belongs") == true)
+        #expect(reasons["u1/link"]?.contains("symbolic link") == true)
+        #expect(reasons["_pending/linkuser"]?.contains("symbolic link") == true)
+        #expect(reasons["_pending/loose.jpg"]?.contains("not inside a user folder") == true)
+        #expect(rejected.count == 10)
+        // Everything left pending/ for rejected/, and the link's target was not touched.
+        #expect(FileManager.default.fileExists(atPath: photo.path))
+        let leftovers = root.allFiles().filter { $0.hasPrefix("pending/") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        for item in rejected { #expect(item.original.map { $0.hasPrefix("rejected/") } == true) }
+        #expect(root.allFiles().filter { $0.hasPrefix("approved/") }.isEmpty)
+    }
+
+    @Test func filesStillBeingWrittenAreLeftAlone() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let photo = TestEnvironment.fixture("images/photos/rocket.jpg")
+        try root.drop(try read(photo), user: "u", name: ".hidden.jpg")
+        try root.drop(try read(photo), user: "u", name: "upload.jpg.part")
+        try root.drop(try read(photo), user: "u", name: "upload.tmp")
+        let store = try await runOnce(root, server: server)
+        #expect(try store.items().isEmpty)
+        #expect(root.exists("pending/u/.hidden.jpg") && root.exists("pending/u/upload.jpg.part") && root.exists("pending/u/upload.tmp"))
+    }
+
+    @Test func notAnImageAndUntrustedFormatsAreRejected() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try root.drop(Data("just text\n".utf8), user: "u", name: "text.jpg")
+        try root.drop(Data(), user: "u", name: "empty.png")
+        try root.drop(Data("%PDF-1.4\n1 0 obj\n".utf8), user: "u", name: "doc.jpg")
+        try root.drop(Data("<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8), user: "u", name: "vector.png")
+        try root.drop(try read(TestEnvironment.fixture("images/photos/rocket.jpg")).prefix(5000), user: "u", name: "cut.jpg")
+        let store = try await runOnce(root, server: server)
+        #expect(try store.item(id: "u/text")?.reason?.contains("not an image") == true)
+        #expect(try store.item(id: "u/empty")?.reason == "file is empty")
+        #expect(try store.item(id: "u/doc")?.reason?.contains("PDF files are not accepted") == true)
+        #expect(try store.item(id: "u/vector")?.reason?.contains("SVG") == true)
+        let cut = try #require(try store.item(id: "u/cut"))
+        #expect(cut.status == .rejected)
+        #expect(cut.reason?.contains("truncated") == true, "\(cut.reason ?? "")")
+        #expect(root.exists("rejected/u/cut.jpg"))
+        #expect(server.received.isEmpty)
+    }
+}

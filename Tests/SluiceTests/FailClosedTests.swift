@@ -1,0 +1,177 @@
+import Foundation
+import SluiceCore
+@testable import SluiceProviders
+import SluiceTesting
+import Testing
+
+/// Nothing is approved without a classification: every provider failure ends in review with the reason.
+@Suite(.serialized) struct FailClosedTests {
+    static let failures: [(String, FakeVisionServer.Reply, String)] = [
+        ("http500", .http(status: 500, body: #"{"error":{"code":500,"message":"backend exploded"}}"#), "HTTP 500: backend exploded"),
+        ("http503", .http(status: 503, body: "unavailable"), "HTTP 503"),
+        ("http403", .http(status: 403, body: #"{"error":{"code":403,"message":"API key not valid"}}"#), "HTTP 403"),
+        ("garbage", .http(status: 200, body: "<html>oops</html>"), "not the images:annotate format"),
+        ("wrongtypes", .http(status: 200, body: #"{"responses":[{"safeSearchAnnotation":{"adult":7}}]}"#), "not the images:annotate format"),
+        ("badlikelihood", .http(status: 200, body: #"{"responses":[{"safeSearchAnnotation":{"adult":"NOPE"}}]}"#), "not a likelihood"),
+        ("empty", .http(status: 200, body: #"{"responses":[{}]}"#), "no safeSearchAnnotation"),
+        ("noresponses", .http(status: 200, body: #"{}"#), "0 responses"),
+        ("imageerror", .imageError(code: 3, message: "Bad image data."), "Bad image data."),
+        ("timeout", .delayed(seconds: 3, then: .safeSearch(cleanResult)), "timed out"),
+    ]
+
+    @Test(arguments: failures.map(\.0))
+    func providerFailureSendsToReview(name: String) async throws {
+        let (_, reply, expected) = try #require(Self.failures.first { $0.0 == name })
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, _ in reply }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        let store = try await runOnce(root, server: server) { $0.vision.timeoutSeconds = 0.5 }
+        let item = try #require(try store.item(id: "u/img"))
+        #expect(item.status == .review)
+        #expect(item.reason?.contains(expected) == true, "\(item.reason ?? "nil")")
+        #expect(item.reason?.hasPrefix("not classified, held for review") == true)
+        #expect(!root.exists("approved/u/img.jpg") && !root.exists("thumbnails/u/img.jpg"))
+        #expect(root.exists("review/u/img.jpg"))
+    }
+
+    @Test func retryableFailuresAreRetriedThenSucceed() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, index in
+            switch index {
+            case 0: .http(status: 429, body: "slow down", headers: ["Retry-After": "0"])
+            case 1: .http(status: 502, body: "bad gateway")
+            default: .safeSearch(cleanResult)
+            }
+        }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        let store = try await runOnce(root, server: server) { $0.vision.maxAttempts = 3 }
+        #expect(try store.item(id: "u/img")?.status == .approved)
+        #expect(server.received.count == 3)
+    }
+
+    @Test func nonRetryableFailureIsNotRetried() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, _ in .http(status: 400, body: "bad request") }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        let store = try await runOnce(root, server: server) { $0.vision.maxAttempts = 4 }
+        #expect(try store.item(id: "u/img")?.status == .review)
+        #expect(server.received.count == 1)
+    }
+
+    @Test func unreachableProviderFailsClosed() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        server.stop()
+        try await Task.sleep(nanoseconds: 200_000_000)
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        let store = try await runOnce(root, server: server)
+        let item = try #require(try store.item(id: "u/img"))
+        #expect(item.status == .review)
+        #expect(item.reason?.contains("unreachable") == true, "\(item.reason ?? "")")
+    }
+
+    @Test func apiKeyIsSentAsQueryAndNeverStored() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.start { _, _ in .http(status: 500, body: "key=sekrit-key-123 rejected") }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        var config = root.config(endpoint: server.endpoint)
+        config.vision.apiKeyEnv = "TEST_VISION_KEY"
+        let provider = GoogleVisionProvider(config: config.vision, environment: ["TEST_VISION_KEY": "sekrit-key-123"])
+        let jpeg = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+        do {
+            _ = try await provider.classify(jpeg)
+            Issue.record("classified despite HTTP 500")
+        } catch {
+            #expect(!error.description.contains("sekrit"), "\(error.description)")
+            #expect(error.status == 500)
+        }
+        #expect(server.received.first?.query == "key=sekrit-key-123")
+    }
+
+    @Test func bearerTokenIsSentAsAuthorization() async throws {
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        var vision = VisionConfig()
+        vision.endpoint = server.endpoint + "/"
+        vision.apiKeyEnv = nil
+        vision.bearerTokenEnv = "TOKEN"
+        let provider = GoogleVisionProvider(config: vision, environment: ["TOKEN": "tok-1"])
+        let result = try await provider.classify(try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg")))
+        #expect(result == cleanResult)
+        #expect(server.received.first?.headers["authorization"] == "Bearer tok-1")
+        #expect(server.received.first?.query == nil)
+        #expect(server.problems.isEmpty, "\(server.problems)")
+    }
+}
+
+@Suite struct RetryStateTests {
+    let policy = RetryState.Policy(maxAttempts: 4, initialBackoff: 1, maxBackoff: 8)
+    let serverError = ProviderError(kind: .http, message: "HTTP 500", status: 500)
+
+    @Test func backoffGrowsExponentiallyWithJitterAndCaps() {
+        var state = RetryState(policy: policy)
+        var delays: [(Double, Double)] = []
+        for _ in 1...3 {
+            state.beginAttempt()
+            guard case let .retry(low) = state.decide(after: serverError, unitRandom: 0),
+                  case let .retry(high) = state.decide(after: serverError, unitRandom: 0.999_999)
+            else { Issue.record("expected a retry"); return }
+            delays.append((low, high))
+        }
+        #expect(delays.map(\.0) == [0.5, 1, 2])
+        #expect(delays.map { ($0.1 * 1000).rounded() / 1000 } == [1, 2, 4])
+        state.beginAttempt()
+        #expect(state.decide(after: serverError, unitRandom: 0.5) == .giveUp(reason: "gave up after 4 attempts"))
+    }
+
+    @Test func capAppliesToLongBackoffs() {
+        var state = RetryState(policy: RetryState.Policy(maxAttempts: 10, initialBackoff: 1, maxBackoff: 3))
+        for _ in 1...6 { state.beginAttempt() }
+        #expect(state.decide(after: serverError, unitRandom: 0.999_999) == .retry(afterSeconds: 3 * 0.5 + 3 * 0.5 * 0.999_999))
+    }
+
+    @Test func retryAfterIsHonouredAndBounded() {
+        var state = RetryState(policy: policy)
+        state.beginAttempt()
+        let limited = ProviderError(kind: .http, message: "429", status: 429, retryAfter: 5)
+        #expect(state.decide(after: limited, unitRandom: 0) == .retry(afterSeconds: 5))
+        let tooLong = ProviderError(kind: .http, message: "429", status: 429, retryAfter: 120)
+        #expect(state.decide(after: tooLong, unitRandom: 0) == .giveUp(reason: "provider asked to retry after 120 s, beyond the 8 s limit"))
+    }
+
+    @Test(arguments: [
+        (ProviderError(kind: .http, message: "", status: 400), false),
+        (ProviderError(kind: .http, message: "", status: 404), false),
+        (ProviderError(kind: .http, message: "", status: 429), true),
+        (ProviderError(kind: .http, message: "", status: 503), true),
+        (ProviderError(kind: .timeout, message: ""), true),
+        (ProviderError(kind: .connection, message: ""), true),
+        (ProviderError(kind: .malformedResponse, message: ""), false),
+        (ProviderError(kind: .imageError, message: ""), false),
+    ])
+    func whatIsRetried(error: ProviderError, retried: Bool) {
+        var state = RetryState(policy: policy)
+        state.beginAttempt()
+        if case .retry = state.decide(after: error, unitRandom: 0.5) {
+            #expect(retried)
+        } else {
+            #expect(!retried)
+        }
+    }
+
+    @Test func retryAfterParsesSecondsAndDates() {
+        #expect(GoogleVisionProvider.parseRetryAfter("7") == 7)
+        #expect(GoogleVisionProvider.parseRetryAfter("soon") == nil)
+        let future = Date().addingTimeInterval(30)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let parsed = GoogleVisionProvider.parseRetryAfter(formatter.string(from: future)) ?? -1
+        #expect(parsed > 25 && parsed <= 30)
+    }
+}
