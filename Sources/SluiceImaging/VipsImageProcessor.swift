@@ -55,7 +55,7 @@ public struct VipsImageProcessor: ImageProcessor {
             // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
             var decoded: UnsafeMutablePointer<VipsImage>?
             guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
-                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn)") == 0, let decoded
+                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn)", sluice_vips_has_icc(header)) == 0, let decoded
             else { throw decodeError(format) }
             var current = decoded
             defer { sluice_vips_unref(current) }
@@ -76,8 +76,13 @@ public struct VipsImageProcessor: ImageProcessor {
             current = memory
 
             let approved = try encode(current, quality: options.quality)
-            let thumbnail = try resizedJPEG(current, side: options.thumbnailSize, quality: options.thumbnailQuality)
-            let classify = try resizedJPEG(current, side: options.classifyMaxSide, quality: options.classifyQuality)
+            // The classifier copy is made from the decoded pixels, and the thumbnail from the classifier copy
+            // when that is still larger than the thumbnail: a 640 px source is plenty for 200 px, and cheaper.
+            let small = try resized(current, side: options.classifyMaxSide)
+            defer { sluice_vips_unref(small) }
+            let classify = try encode(small, quality: options.classifyQuality)
+            let thumbnailSource = options.thumbnailSize < options.classifyMaxSide ? small : current
+            let thumbnail = try resizedJPEG(thumbnailSource, side: options.thumbnailSize, quality: options.thumbnailQuality)
             return ProcessedImage(exif: exif, classifyJPEG: classify, approvedJPEG: approved, thumbnailJPEG: thumbnail,
                                   width: Int(current.pointee.Xsize), height: Int(current.pointee.Ysize))
         }
@@ -123,12 +128,22 @@ public struct VipsImageProcessor: ImageProcessor {
     }
 
     private func resizedJPEG(_ image: UnsafeMutablePointer<VipsImage>, side: Int, quality: Int) throws(ImagingError) -> Data {
+        let small = try resized(image, side: side)
+        defer { sluice_vips_unref(small) }
+        return try encode(small, quality: quality)
+    }
+
+    /// Fits `side`×`side` (never enlarges), rendered into memory so it can feed more than one consumer.
+    private func resized(_ image: UnsafeMutablePointer<VipsImage>, side: Int) throws(ImagingError) -> UnsafeMutablePointer<VipsImage> {
         var resized: UnsafeMutablePointer<VipsImage>?
         guard sluice_vips_thumbnail_image(image, &resized, Int32(side), Int32(side)) == 0, let resized else {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         defer { sluice_vips_unref(resized) }
-        return try encode(resized, quality: quality)
+        guard let memory = vips_image_copy_memory(resized) else {
+            throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
+        }
+        return memory
     }
 
     private func encode(_ image: UnsafeMutablePointer<VipsImage>, quality: Int) throws(ImagingError) -> Data {

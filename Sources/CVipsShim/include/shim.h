@@ -18,7 +18,10 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len);
 /* The one decode: shrink-on-load to fit width x height (only ever down), auto-rotate by EXIF orientation,
  * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options);
+                                 const char *loader_options, int has_icc_profile);
+
+/* Whether the image carries an embedded ICC profile. */
+int sluice_vips_has_icc(VipsImage *in);
 
 /* Resize an already decoded image to fit width x height (only ever down). */
 int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height);
