@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "sluice", targets: ["sluice"]),
+        .executable(name: "sluice-bench", targets: ["sluice-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -56,10 +57,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
-        .executableTarget(name: "sluice-bench", dependencies: [
-            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceTesting",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], path: "Benchmarks/sluice-bench"),
+        .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceTesting"],
+                          path: "Benchmarks/sluice-bench"),
 
         // Test support: fake provider servers on loopback, config and fixture helpers.
         .target(name: "SluiceTesting", dependencies: [
