@@ -1,0 +1,182 @@
+"""Map NudeNet 3.4 detections to Google Cloud Vision SafeSearch likelihoods.
+
+This module is pure Python (no third-party imports) so it can be tested and
+reasoned about on its own. The single entry point is :func:`safe_search`.
+
+Input
+-----
+A NudeNet detection list, as returned by ``NudeDetector().detect(...)``::
+
+    [{"class": "FEMALE_GENITALIA_EXPOSED", "score": 0.81, "box": [x, y, w, h]}, ...]
+
+Only ``class`` and ``score`` are used; ``box`` is ignored. Entries whose class is
+not listed below, whose score is missing or not a finite number, or which are
+not dicts at all are ignored. Scores are clamped to [0, 1].
+
+Output
+------
+A dict with exactly the five SafeSearch keys, each holding a Google likelihood
+name: ``{"adult": ..., "spoof": ..., "medical": ..., "violence": ..., "racy": ...}``.
+
+Class sets (all 18 NudeNet 3.4 labels are accounted for)
+--------------------------------------------------------
+adult  -- max score among the *explicit* classes:
+    FEMALE_GENITALIA_EXPOSED, MALE_GENITALIA_EXPOSED, FEMALE_BREAST_EXPOSED,
+    ANUS_EXPOSED, BUTTOCKS_EXPOSED
+
+racy   -- the highest of:
+    * the adult likelihood (an adult image is always at least as racy);
+    * max score among the *suggestive* classes (underwear / swimwear /
+      strategically covered nudity), mapped with the same cut points:
+        FEMALE_GENITALIA_COVERED, FEMALE_BREAST_COVERED, BUTTOCKS_COVERED,
+        ANUS_COVERED
+    * max score among the *mild* classes, mapped with the same cut points but
+      capped at POSSIBLE (a bare belly, a bare male chest or bare armpits on
+      their own -- beach, gym, sports -- are at most "possibly" racy):
+        BELLY_EXPOSED, MALE_BREAST_EXPOSED, ARMPITS_EXPOSED
+
+ignored -- never affect any likelihood:
+    FACE_FEMALE, FACE_MALE, FEET_EXPOSED, FEET_COVERED, BELLY_COVERED,
+    ARMPITS_COVERED
+
+Score -> likelihood cut points (lower bound inclusive)
+------------------------------------------------------
+    no detection in the class set -> VERY_UNLIKELY
+    score <  0.25                 -> VERY_UNLIKELY
+    0.25 <= score < 0.45          -> UNLIKELY
+    0.45 <= score < 0.60          -> POSSIBLE
+    0.60 <= score < 0.80          -> LIKELY
+    0.80 <= score                 -> VERY_LIKELY
+
+(NudeNet itself drops candidate boxes scoring below 0.25 in its NMS step, so a
+real detection always lands at UNLIKELY or above.)
+
+violence, medical, spoof -- always UNKNOWN: NudeNet does not detect them.
+"""
+
+import math
+
+# Google Cloud Vision likelihood names, in increasing order.
+UNKNOWN = "UNKNOWN"
+VERY_UNLIKELY = "VERY_UNLIKELY"
+UNLIKELY = "UNLIKELY"
+POSSIBLE = "POSSIBLE"
+LIKELY = "LIKELY"
+VERY_LIKELY = "VERY_LIKELY"
+
+LIKELIHOODS = (UNKNOWN, VERY_UNLIKELY, UNLIKELY, POSSIBLE, LIKELY, VERY_LIKELY)
+_RANK = {name: i for i, name in enumerate(LIKELIHOODS)}
+
+ADULT_CLASSES = frozenset(
+    {
+        "FEMALE_GENITALIA_EXPOSED",
+        "MALE_GENITALIA_EXPOSED",
+        "FEMALE_BREAST_EXPOSED",
+        "ANUS_EXPOSED",
+        "BUTTOCKS_EXPOSED",
+    }
+)
+
+RACY_CLASSES = frozenset(
+    {
+        "FEMALE_GENITALIA_COVERED",
+        "FEMALE_BREAST_COVERED",
+        "BUTTOCKS_COVERED",
+        "ANUS_COVERED",
+    }
+)
+
+MILD_RACY_CLASSES = frozenset(
+    {
+        "BELLY_EXPOSED",
+        "MALE_BREAST_EXPOSED",
+        "ARMPITS_EXPOSED",
+    }
+)
+
+# Highest racy likelihood a MILD_RACY_CLASSES detection alone can produce.
+MILD_RACY_CAP = POSSIBLE
+
+IGNORED_CLASSES = frozenset(
+    {
+        "FACE_FEMALE",
+        "FACE_MALE",
+        "FEET_EXPOSED",
+        "FEET_COVERED",
+        "BELLY_COVERED",
+        "ARMPITS_COVERED",
+    }
+)
+
+# (lower bound inclusive, likelihood), checked from the top down.
+CUT_POINTS = (
+    (0.80, VERY_LIKELY),
+    (0.60, LIKELY),
+    (0.45, POSSIBLE),
+    (0.25, UNLIKELY),
+)
+
+
+def likelihood_for_score(score):
+    """Map one score in [0, 1] (or ``None`` for "no detection") to a likelihood."""
+    if score is None:
+        return VERY_UNLIKELY
+    for lower, name in CUT_POINTS:
+        if score >= lower:
+            return name
+    return VERY_UNLIKELY
+
+
+def _max_likelihood(*names):
+    return max(names, key=_RANK.__getitem__)
+
+
+def _min_likelihood(*names):
+    return min(names, key=_RANK.__getitem__)
+
+
+def _score_of(detection):
+    """Return the detection's score clamped to [0, 1], or None if unusable."""
+    score = detection.get("score")
+    if isinstance(score, bool):
+        return None
+    try:
+        score = float(score)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(score):
+        return None
+    return min(1.0, max(0.0, score))
+
+
+def _max_score(detections, classes):
+    best = None
+    for det in detections:
+        if not isinstance(det, dict) or det.get("class") not in classes:
+            continue
+        score = _score_of(det)
+        if score is not None and (best is None or score > best):
+            best = score
+    return best
+
+
+def safe_search(detections):
+    """Map a NudeNet detection list to a SafeSearch annotation dict.
+
+    See the module docstring for the exact classes and cut points.
+    """
+    detections = list(detections or ())
+    adult = likelihood_for_score(_max_score(detections, ADULT_CLASSES))
+    racy_strong = likelihood_for_score(_max_score(detections, RACY_CLASSES))
+    racy_mild = _min_likelihood(
+        likelihood_for_score(_max_score(detections, MILD_RACY_CLASSES)),
+        MILD_RACY_CAP,
+    )
+    racy = _max_likelihood(adult, racy_strong, racy_mild)
+    return {
+        "adult": adult,
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": UNKNOWN,
+        "racy": racy,
+    }

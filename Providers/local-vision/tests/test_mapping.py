@@ -1,0 +1,222 @@
+"""Unit tests for mapping.safe_search on synthetic NudeNet detection lists."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import mapping  # noqa: E402
+from mapping import (  # noqa: E402
+    LIKELY,
+    POSSIBLE,
+    UNKNOWN,
+    UNLIKELY,
+    VERY_LIKELY,
+    VERY_UNLIKELY,
+    safe_search,
+)
+
+ADULT = [
+    "FEMALE_GENITALIA_EXPOSED",
+    "MALE_GENITALIA_EXPOSED",
+    "FEMALE_BREAST_EXPOSED",
+    "ANUS_EXPOSED",
+    "BUTTOCKS_EXPOSED",
+]
+RACY = ["FEMALE_GENITALIA_COVERED", "FEMALE_BREAST_COVERED", "BUTTOCKS_COVERED", "ANUS_COVERED"]
+MILD = ["BELLY_EXPOSED", "MALE_BREAST_EXPOSED", "ARMPITS_EXPOSED"]
+IGNORED = ["FACE_FEMALE", "FACE_MALE", "FEET_EXPOSED", "FEET_COVERED", "BELLY_COVERED", "ARMPITS_COVERED"]
+
+# All 18 labels of NudeNet 3.4 (nudenet/nudenet.py, __labels).
+NUDENET_34_LABELS = {
+    "FEMALE_GENITALIA_COVERED", "FACE_FEMALE", "BUTTOCKS_EXPOSED", "FEMALE_BREAST_EXPOSED",
+    "FEMALE_GENITALIA_EXPOSED", "MALE_BREAST_EXPOSED", "ANUS_EXPOSED", "FEET_EXPOSED",
+    "BELLY_COVERED", "FEET_COVERED", "ARMPITS_COVERED", "ARMPITS_EXPOSED", "FACE_MALE",
+    "BELLY_EXPOSED", "MALE_GENITALIA_EXPOSED", "ANUS_COVERED", "FEMALE_BREAST_COVERED",
+    "BUTTOCKS_COVERED",
+}
+
+
+def det(cls, score):
+    return {"class": cls, "score": score, "box": [0, 0, 10, 10]}
+
+
+def test_every_nudenet_label_is_classified_exactly_once():
+    groups = [
+        mapping.ADULT_CLASSES,
+        mapping.RACY_CLASSES,
+        mapping.MILD_RACY_CLASSES,
+        mapping.IGNORED_CLASSES,
+    ]
+    assert set().union(*groups) == NUDENET_34_LABELS
+    assert sum(len(g) for g in groups) == len(NUDENET_34_LABELS)
+    assert set(ADULT) == mapping.ADULT_CLASSES
+    assert set(RACY) == mapping.RACY_CLASSES
+    assert set(MILD) == mapping.MILD_RACY_CLASSES
+    assert set(IGNORED) == mapping.IGNORED_CLASSES
+
+
+@pytest.mark.parametrize("detections", [[], None, ()])
+def test_no_detections(detections):
+    assert safe_search(detections) == {
+        "adult": VERY_UNLIKELY,
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": UNKNOWN,
+        "racy": VERY_UNLIKELY,
+    }
+
+
+def test_output_has_exactly_the_five_keys_with_valid_names():
+    out = safe_search([det("FEMALE_BREAST_EXPOSED", 0.7)])
+    assert set(out) == {"adult", "spoof", "medical", "violence", "racy"}
+    assert all(v in mapping.LIKELIHOODS for v in out.values())
+
+
+@pytest.mark.parametrize("cls", ADULT)
+@pytest.mark.parametrize(
+    "score,expected",
+    [
+        (0.0, VERY_UNLIKELY),
+        (0.1, VERY_UNLIKELY),
+        (0.3, UNLIKELY),
+        (0.5, POSSIBLE),
+        (0.7, LIKELY),
+        (0.9, VERY_LIKELY),
+        (1.0, VERY_LIKELY),
+    ],
+)
+def test_adult_classes(cls, score, expected):
+    out = safe_search([det(cls, score)])
+    assert out["adult"] == expected
+    assert out["racy"] == expected  # adult implies at least as racy
+    assert (out["violence"], out["medical"], out["spoof"]) == (UNKNOWN, UNKNOWN, UNKNOWN)
+
+
+@pytest.mark.parametrize("cls", RACY)
+@pytest.mark.parametrize(
+    "score,expected",
+    [(0.2, VERY_UNLIKELY), (0.3, UNLIKELY), (0.5, POSSIBLE), (0.7, LIKELY), (0.95, VERY_LIKELY)],
+)
+def test_racy_only_classes(cls, score, expected):
+    out = safe_search([det(cls, score)])
+    assert out["adult"] == VERY_UNLIKELY
+    assert out["racy"] == expected
+
+
+@pytest.mark.parametrize("cls", MILD)
+@pytest.mark.parametrize(
+    "score,expected",
+    [(0.2, VERY_UNLIKELY), (0.3, UNLIKELY), (0.5, POSSIBLE), (0.7, POSSIBLE), (0.99, POSSIBLE)],
+)
+def test_mild_racy_classes_are_capped_at_possible(cls, score, expected):
+    out = safe_search([det(cls, score)])
+    assert out["adult"] == VERY_UNLIKELY
+    assert out["racy"] == expected
+
+
+@pytest.mark.parametrize("cls", IGNORED)
+def test_ignored_classes(cls):
+    out = safe_search([det(cls, 0.99)])
+    assert out["adult"] == VERY_UNLIKELY
+    assert out["racy"] == VERY_UNLIKELY
+
+
+@pytest.mark.parametrize(
+    "score,expected",
+    [
+        (0.2499, VERY_UNLIKELY),
+        (0.25, UNLIKELY),
+        (0.4499, UNLIKELY),
+        (0.45, POSSIBLE),
+        (0.5999, POSSIBLE),
+        (0.60, LIKELY),
+        (0.7999, LIKELY),
+        (0.80, VERY_LIKELY),
+    ],
+)
+def test_cut_point_boundaries(score, expected):
+    assert mapping.likelihood_for_score(score) == expected
+    assert safe_search([det("ANUS_EXPOSED", score)])["adult"] == expected
+    assert safe_search([det("BUTTOCKS_COVERED", score)])["racy"] == expected
+
+
+def test_no_detection_score_is_very_unlikely():
+    assert mapping.likelihood_for_score(None) == VERY_UNLIKELY
+
+
+def test_adult_uses_max_score_over_all_adult_detections():
+    out = safe_search(
+        [
+            det("BUTTOCKS_EXPOSED", 0.3),
+            det("FEMALE_BREAST_EXPOSED", 0.85),
+            det("MALE_GENITALIA_EXPOSED", 0.5),
+        ]
+    )
+    assert out["adult"] == VERY_LIKELY
+    assert out["racy"] == VERY_LIKELY
+
+
+def test_racy_is_at_least_adult_even_when_racy_classes_score_lower():
+    out = safe_search([det("FEMALE_GENITALIA_EXPOSED", 0.65), det("FEMALE_BREAST_COVERED", 0.3)])
+    assert out["adult"] == LIKELY
+    assert out["racy"] == LIKELY
+
+
+def test_racy_can_exceed_adult():
+    out = safe_search([det("BUTTOCKS_EXPOSED", 0.3), det("FEMALE_GENITALIA_COVERED", 0.9)])
+    assert out["adult"] == UNLIKELY
+    assert out["racy"] == VERY_LIKELY
+
+
+def test_mild_cap_does_not_lower_a_stronger_racy_signal():
+    out = safe_search([det("BELLY_EXPOSED", 0.95), det("FEMALE_BREAST_COVERED", 0.7)])
+    assert out["racy"] == LIKELY
+
+
+def test_ignored_classes_do_not_mask_real_detections():
+    out = safe_search([det("FACE_FEMALE", 0.99), det("ANUS_EXPOSED", 0.62), det("FEET_EXPOSED", 0.9)])
+    assert out["adult"] == LIKELY
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        {"class": "SOMETHING_NEW", "score": 0.99},
+        {"class": "female_genitalia_exposed", "score": 0.99},  # class names are exact
+        {"class": "ANUS_EXPOSED"},
+        {"class": "ANUS_EXPOSED", "score": None},
+        {"class": "ANUS_EXPOSED", "score": "high"},
+        {"class": "ANUS_EXPOSED", "score": float("nan")},
+        {"class": "ANUS_EXPOSED", "score": True},
+        {"score": 0.99},
+        "ANUS_EXPOSED",
+        None,
+    ],
+)
+def test_unknown_or_malformed_entries_are_ignored(junk):
+    out = safe_search([junk, det("BELLY_COVERED", 0.9)])
+    assert out["adult"] == VERY_UNLIKELY
+    assert out["racy"] == VERY_UNLIKELY
+
+
+def test_scores_are_clamped():
+    assert safe_search([det("ANUS_EXPOSED", 7.0)])["adult"] == VERY_LIKELY
+    assert safe_search([det("ANUS_EXPOSED", -3.0)])["adult"] == VERY_UNLIKELY
+    assert safe_search([det("ANUS_EXPOSED", "0.9")])["adult"] == VERY_LIKELY  # numeric string
+
+
+def test_numpy_like_float_scores_work():
+    class F(float):
+        pass
+
+    assert safe_search([det("MALE_GENITALIA_EXPOSED", F(0.61))])["adult"] == LIKELY
+
+
+def test_input_is_not_mutated_and_generators_are_accepted():
+    dets = [det("FEMALE_BREAST_EXPOSED", 0.5)]
+    snapshot = [dict(d) for d in dets]
+    assert safe_search(iter(dets))["adult"] == POSSIBLE
+    assert dets == snapshot
