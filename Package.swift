@@ -33,6 +33,7 @@ let package = Package(
         .target(name: "SluiceImaging", dependencies: [
             "SluiceCore", "CVips", "CVipsShim", "CExif",
         ]),
+        .target(name: "SluiceText", dependencies: ["SluiceCore"]),
         .target(name: "SluiceProviders", dependencies: [
             "SluiceCore",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -44,14 +45,14 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .target(name: "SluiceDaemon", dependencies: [
-            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore",
+            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceText",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SluiceCLI", dependencies: [
-            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders",
+            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceText",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -68,7 +69,7 @@ let package = Package(
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
         ]),
         .testTarget(name: "SluiceTests", dependencies: [
-            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon",
+            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon", "SluiceText",
             "SluiceCLI", "SluiceTesting", "sluice",
         ]),
     ],

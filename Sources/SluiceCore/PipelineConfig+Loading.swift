@@ -62,6 +62,16 @@ extension PipelineConfig {
         try require((0...256).contains(concurrency.cpu), "concurrency.cpu", "must be 0 (number of cores) ...256")
         try require((1...4096).contains(concurrency.items), "concurrency.items", "must be 1...4096")
         try require(daemon.rescanSeconds >= 1, "daemon.rescanSeconds", "must be ≥ 1")
+        for (severity, action) in text.actions.sorted(by: { $0.key < $1.key }) {
+            try require(TextConfig.actions.contains(action), "text.actions.\(severity)",
+                        "\"\(action)\" is not allowed; allowed: \(TextConfig.actions.joined(separator: ", "))")
+        }
+        try require((1...1_000_000).contains(text.maxLength), "text.maxLength", "must be 1...1000000")
+        try require(!text.languages.isEmpty || !text.wordlists.isEmpty, "text.languages", "load at least one language or wordlist")
+        for language in text.languages {
+            try require(!language.isEmpty && language.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }), "text.languages",
+                        "\"\(language)\" is not a language file name")
+        }
         for (category, rule) in policy.categories {
             if let block = rule.block, let review = rule.review {
                 try require(review <= block, "policy.\(category.rawValue).review", "must not be above policy.\(category.rawValue).block")
@@ -122,6 +132,7 @@ private struct ConfigFile: Decodable {
     var output: OutputConfig
     var concurrency: ConcurrencyConfig
     var daemon: DaemonConfig
+    var text: TextSection?
 
     struct StoreSection: Decodable {
         var path: String
@@ -133,7 +144,35 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text
+    }
+
+    struct TextSection: Decodable {
+        var wordlistsDirectory: String?
+        var languages: [String]?
+        var wordlists: [String]?
+        var allowlists: [String]?
+        var actions: [String: String]?
+        var maxLength: Int?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case wordlistsDirectory, languages, wordlists, allowlists, actions, maxLength
+        }
+
+        init(from decoder: any Decoder) throws {
+            try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            wordlistsDirectory = try c.decodeIfPresent(String.self, forKey: .wordlistsDirectory)
+            languages = try c.decodeIfPresent([String].self, forKey: .languages)
+            wordlists = try c.decodeIfPresent([String].self, forKey: .wordlists)
+            allowlists = try c.decodeIfPresent([String].self, forKey: .allowlists)
+            if c.contains(.actions) {
+                let nested = try c.superDecoder(forKey: .actions)
+                try nested.rejectUnknownKeys(TextConfig.severities)
+                actions = try c.decode([String: String].self, forKey: .actions)
+            }
+            maxLength = try c.decodeIfPresent(Int.self, forKey: .maxLength)
+        }
     }
 
     init(from decoder: any Decoder) throws {
@@ -147,6 +186,7 @@ private struct ConfigFile: Decodable {
         output = try c.value(.output, default: OutputConfig())
         concurrency = try c.value(.concurrency, default: ConcurrencyConfig())
         daemon = try c.value(.daemon, default: DaemonConfig())
+        text = try c.decodeIfPresent(TextSection.self, forKey: .text)
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -158,8 +198,17 @@ private struct ConfigFile: Decodable {
         }
         let root = try path(dataRoot, key: "dataRoot")
         let storePath = try store.map { try path($0.path, key: "store.path") }
+        var textConfig = TextConfig(wordlistsDirectory: try path(text?.wordlistsDirectory ?? "Wordlists", key: "text.wordlistsDirectory"))
+        if let text {
+            if let languages = text.languages { textConfig.languages = languages }
+            textConfig.wordlists = try (text.wordlists ?? []).enumerated().map { try path($1, key: "text.wordlists[\($0)]") }
+            textConfig.allowlists = try (text.allowlists ?? []).enumerated().map { try path($1, key: "text.allowlists[\($0)]") }
+            if let actions = text.actions { textConfig.actions.merge(actions) { $1 } }
+            if let maxLength = text.maxLength { textConfig.maxLength = maxLength }
+        }
         return PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
-                              policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon)
+                              policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,
+                              text: textConfig)
     }
 }
 

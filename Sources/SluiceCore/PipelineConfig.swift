@@ -11,11 +11,12 @@ public struct PipelineConfig: Sendable, Equatable {
     public var output: OutputConfig
     public var concurrency: ConcurrencyConfig
     public var daemon: DaemonConfig
+    public var text: TextConfig
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
                 output: OutputConfig = OutputConfig(), concurrency: ConcurrencyConfig = ConcurrencyConfig(),
-                daemon: DaemonConfig = DaemonConfig()) {
+                daemon: DaemonConfig = DaemonConfig(), text: TextConfig? = nil) {
         self.dataRoot = dataRoot.standardizedFileURL
         self.store = store ?? StoreConfig(path: dataRoot.appendingPathComponent("sluice.sqlite"))
         self.vision = vision
@@ -24,6 +25,7 @@ public struct PipelineConfig: Sendable, Equatable {
         self.output = output
         self.concurrency = concurrency
         self.daemon = daemon
+        self.text = text ?? TextConfig(wordlistsDirectory: URL(fileURLWithPath: "Wordlists"))
     }
 }
 
@@ -147,4 +149,25 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Full rescan period, a safety net beside inotify.
     public var rescanSeconds: Double = 30
     public init() {}
+}
+
+/// Text moderation: which wordlists to load and what each severity does.
+public struct TextConfig: Sendable, Equatable {
+    public static let severities = ["mild", "strong", "severe", "slur"]
+    public static let actions = ["block", "mark", "ignore"]
+
+    /// Folder holding `{language}.tsv` and `allowlist-{language}.txt`.
+    public var wordlistsDirectory: URL
+    /// Languages to load (file names in the folder); short terms of one language are innocent in another,
+    /// so only the languages an app's users write should be listed.
+    public var languages: [String] = ["en"]
+    /// Operator wordlists in the same TSV format, and allowlists (one word or phrase a line).
+    public var wordlists: [URL] = []
+    public var allowlists: [URL] = []
+    /// Severity → `block`, `mark` (allowed but reported) or `ignore`.
+    public var actions: [String: String] = ["mild": "mark", "strong": "block", "severe": "block", "slur": "block"]
+    /// Longest message judged, in Unicode scalars; longer ones are rejected.
+    public var maxLength: Int = 10_000
+
+    public init(wordlistsDirectory: URL) { self.wordlistsDirectory = wordlistsDirectory.standardizedFileURL }
 }

@@ -1,0 +1,360 @@
+import SluiceCore
+import Foundation
+
+/// Evasion-resistant profanity matching without Scunthorpe false positives.
+///
+/// Text is folded (`TextNormalizer`), cut into words, leetspeak is read inside words that contain letters,
+/// single letters split by spaces or punctuation are joined ("f.u.c.k"), and repeated letters are tried
+/// collapsed ("fuuuuck"). Every word is then looked up once in a hash table of whole-word terms and phrases;
+/// only terms marked `compound` are also searched inside longer words (one Aho–Corasick pass), and never inside
+/// an allowlisted word. Matches point back at the user's UTF-16 offsets.
+public struct ProfanityFilter: Sendable {
+    public struct Options: Sendable, Equatable {
+        public var actions: [Severity: SeverityAction]
+        /// Longest text judged, in Unicode scalars.
+        public var maxLength: Int
+
+        public init(actions: [Severity: SeverityAction] = Options.standardActions, maxLength: Int = 10_000) {
+            self.actions = actions
+            self.maxLength = maxLength
+        }
+
+        /// Slurs, severe and strong terms block; mild terms are allowed but marked.
+        public static let standardActions: [Severity: SeverityAction] = [.mild: .mark, .strong: .block, .severe: .block, .slur: .block]
+    }
+
+    private let entries: [WordlistEntry]
+    /// Whole-word terms: open-addressing table keyed by the FNV hash of their letters.
+    private let words: HashIndex
+    private let wordScalars: [[UInt32]]
+    /// Phrases (several words) keyed by the hash of their first word: word hashes and entry index.
+    private let phrases: [UInt64: [(words: [UInt64], entry: Int)]]
+    private let phraseStarts: HashIndex
+    private let allowedWords: HashIndex
+    private let allowedPhrases: [UInt64: [[UInt64]]]
+    private let allowedPhraseStarts: HashIndex
+    private let compounds: AhoCorasick
+    /// Every first-word hash of interest (words, phrase starts, allowlisted words and phrase starts), so an
+    /// ordinary word costs one probe.
+    private let known: HashIndex
+    public let options: Options
+
+    public init(wordlist: Wordlist, options: Options = Options()) {
+        self.options = options
+        // Keep the most severe entry per term.
+        var byTerm: [String: WordlistEntry] = [:]
+        for entry in wordlist.entries {
+            if let existing = byTerm[entry.term] {
+                var merged = existing.severity >= entry.severity ? existing : entry
+                if existing.match == .compound || entry.match == .compound { merged.match = .compound }
+                byTerm[entry.term] = merged
+            } else {
+                byTerm[entry.term] = entry
+            }
+        }
+        let entries = byTerm.values.sorted { $0.term < $1.term }
+        var words = HashIndex()
+        var wordScalars: [[UInt32]] = Array(repeating: [], count: entries.count)
+        var phrases: [UInt64: [(words: [UInt64], entry: Int)]] = [:]
+        var phraseStarts = HashIndex()
+        var compoundRoots: [(pattern: [UInt8], value: Int)] = []
+        for (index, entry) in entries.enumerated() {
+            let parts = entry.term.split(separator: " ").map { Array($0.unicodeScalars.map(\.value)) }
+            if parts.count == 1 {
+                wordScalars[index] = parts[0]
+                words.insert(Self.hash(parts[0], 0, parts[0].count), value: index)
+                if entry.match == .compound, parts[0].allSatisfy({ $0 >= 0x61 && $0 <= 0x7A }) {
+                    compoundRoots.append((parts[0].map { UInt8($0) }, index))
+                }
+            } else if let first = parts.first {
+                let firstHash = Self.hash(first, 0, first.count)
+                phrases[firstHash, default: []].append((parts.map { Self.hash($0, 0, $0.count) }, index))
+                phraseStarts.insert(firstHash, value: 0)
+            }
+        }
+        var allowedWords = HashIndex()
+        var allowedPhrases: [UInt64: [[UInt64]]] = [:]
+        var allowedPhraseStarts = HashIndex()
+        for phrase in wordlist.allowed {
+            let parts = phrase.split(separator: " ").map { Array($0.unicodeScalars.map(\.value)) }
+            if parts.count == 1 {
+                allowedWords.insert(Self.hash(parts[0], 0, parts[0].count), value: 0)
+            } else if let first = parts.first {
+                let firstHash = Self.hash(first, 0, first.count)
+                allowedPhrases[firstHash, default: []].append(parts.map { Self.hash($0, 0, $0.count) })
+                allowedPhraseStarts.insert(firstHash, value: 0)
+                // "dick van dyke" glued together is as innocent as spaced.
+                let glued = parts.flatMap { $0 }
+                allowedWords.insert(Self.hash(glued, 0, glued.count), value: 0)
+            }
+        }
+        self.entries = entries
+        self.words = words
+        self.wordScalars = wordScalars
+        self.phrases = phrases
+        self.phraseStarts = phraseStarts
+        self.allowedWords = allowedWords
+        self.allowedPhrases = allowedPhrases
+        self.allowedPhraseStarts = allowedPhraseStarts
+        compounds = AhoCorasick(patterns: compoundRoots)
+        var known = HashIndex()
+        for hash in words.allKeys + phraseStarts.allKeys + allowedWords.allKeys + allowedPhraseStarts.allKeys {
+            known.insert(hash, value: 0)
+        }
+        self.known = known
+    }
+
+    public var termCount: Int { entries.count }
+
+    /// Judges one message.
+    public func check(_ text: String) throws(TextInputError) -> TextVerdict {
+        let (scalarCount, blank) = Self.measure(text)
+        if blank { throw TextInputError(.empty, scalarCount == 0 ? "text is empty" : "text is only whitespace") }
+        if scalarCount > options.maxLength {
+            throw TextInputError(.tooLong, "text is \(scalarCount) characters long, over the \(options.maxLength) limit (text.maxLength)")
+        }
+        let units = TextNormalizer.fold(text)
+        let tokens = Tokenizer.tokens(units)
+        var found: [TextMatch] = []
+        var skipUntil = 0
+        let spans = tokens.spans
+        for index in spans.indices {
+            let span = spans[index]
+            guard known.contains(span.hash) else {
+                if index >= skipUntil, let hit = lookupVariants(span, tokens: tokens, units: units) { found.append(hit) }
+                continue
+            }
+            // Allowlisted phrases win over their words ("Dick Van Dyke").
+            if allowedPhraseStarts.contains(span.hash), let candidates = allowedPhrases[span.hash] {
+                for phrase in candidates where Self.matches(phrase, spans: spans, at: index) {
+                    skipUntil = max(skipUntil, index + phrase.count)
+                }
+            }
+            if index < skipUntil { continue }
+            if phraseStarts.contains(span.hash), let candidates = phrases[span.hash] {
+                for phrase in candidates where Self.matches(phrase.words, spans: spans, at: index) {
+                    let last = spans[index + phrase.words.count - 1]
+                    found.append(match(phrase.entry, start: units[Int(span.unitStart)].start, end: units[Int(last.unitEnd) - 1].end))
+                }
+            }
+            if allowedWords.contains(span.hash) { continue }
+            if let entry = lookupWord(tokens.chars, Int(span.charStart), Int(span.charEnd), hash: span.hash) {
+                found.append(match(entry, start: units[Int(span.unitStart)].start, end: units[Int(span.unitEnd) - 1].end))
+                continue
+            }
+            if let hit = lookupVariants(span, tokens: tokens, units: units) { found.append(hit) }
+        }
+        if found.isEmpty { return TextVerdict(allowed: true, reason: nil, matches: [], censored: text) }
+        return verdict(text, matches: Self.dropOverlaps(found))
+    }
+
+    /// Scalar count and whether the text is empty or whitespace only, with an ASCII fast path.
+    private static func measure(_ text: String) -> (count: Int, blank: Bool) {
+        let ascii: (Int, Bool)? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            var blank = true
+            for byte in bytes {
+                if byte >= 0x80 { return nil }
+                if blank, byte != 0x20, byte != 0x09, byte != 0x0A, byte != 0x0D, byte != 0x0B, byte != 0x0C { blank = false }
+            }
+            return (bytes.count, blank)
+        } ?? nil
+        if let ascii { return ascii }
+        var count = 0
+        var blank = true
+        for scalar in text.unicodeScalars {
+            count += 1
+            if blank, !scalar.properties.isWhitespace { blank = false }
+        }
+        return (count, blank)
+    }
+
+    // MARK: - Matching
+
+    private func lookupWord(_ chars: [UInt32], _ start: Int, _ end: Int, hash: UInt64) -> Int? {
+        var found: Int?
+        words.forEach(hash) { candidate in
+            let term = wordScalars[candidate]
+            guard found == nil, term.count == end - start else { return }
+            var equal = true
+            for offset in 0..<term.count where term[offset] != chars[start + offset] {
+                equal = false
+                break
+            }
+            if equal { found = candidate }
+        }
+        return found
+    }
+
+    /// Repeated-letter forms of the word, then glued compounds.
+    private func lookupVariants(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+        let start = Int(span.charStart)
+        let end = Int(span.charEnd)
+        guard end - start >= 3 else { return nil }
+        let wholeStart = units[Int(span.unitStart)].start
+        let wholeEnd = units[Int(span.unitEnd) - 1].end
+        let chars = tokens.chars
+        let runs = Self.longestRun(chars, start, end)
+        if runs >= 2 {
+            // Every run to one letter ("fuuck", "shiiit"): hashed on the fly, materialised only on a hit.
+            let singleHash = Self.collapsedHash(chars, start, end)
+            if allowedWords.contains(singleHash) { return nil }
+            if words.contains(singleHash) {
+                let form = Self.collapse(Array(chars[start..<end]), minimumRun: 2, keep: 1)
+                if let entry = lookupWord(form.chars, 0, form.chars.count, hash: singleHash) {
+                    return match(entry, start: wholeStart, end: wholeEnd)
+                }
+            }
+        }
+        if runs >= 3 {
+            let original = Array(chars[start..<end])
+            // Runs of 3+ to one letter ("fuuuuck") and to two ("asssss").
+            let forms = [Self.collapse(original, minimumRun: 3, keep: 1), Self.collapse(original, minimumRun: 3, keep: 2)]
+            for form in forms {
+                let hash = Self.hash(form.chars, 0, form.chars.count)
+                if allowedWords.contains(hash) { return nil }
+                if let entry = lookupWord(form.chars, 0, form.chars.count, hash: hash) {
+                    return match(entry, start: wholeStart, end: wholeEnd)
+                }
+            }
+            // Compounds with long runs collapsed, never with doubles collapsed ("shiitake" is not "shitake").
+            for form in forms where form.chars.count >= 4 {
+                if let (entry, from, to) = compounds.firstMatch(in: form.chars, 0, form.chars.count) {
+                    let first = tokens.charUnits[start + form.sources[from]]
+                    let last = tokens.charUnits[start + form.sources[to - 1]]
+                    return match(entry, start: units[Int(first)].start, end: units[Int(last)].end)
+                }
+            }
+        }
+        guard end - start >= 4, let (entry, from, to) = compounds.firstMatch(in: chars, start, end) else { return nil }
+        let first = tokens.charUnits[start + from]
+        let last = tokens.charUnits[start + to - 1]
+        return match(entry, start: units[Int(first)].start, end: units[Int(last)].end)
+    }
+
+    private static func matches(_ phrase: [UInt64], spans: [TokenSpan], at index: Int) -> Bool {
+        guard index + phrase.count <= spans.count else { return false }
+        for (offset, hash) in phrase.enumerated() where spans[index + offset].hash != hash { return false }
+        return true
+    }
+
+    /// Length of the longest run of one letter.
+    private static func longestRun(_ chars: [UInt32], _ start: Int, _ end: Int) -> Int {
+        var longest = 1
+        var current = 1
+        var index = start + 1
+        while index < end {
+            current = chars[index] == chars[index - 1] ? current + 1 : 1
+            if current > longest { longest = current }
+            index += 1
+        }
+        return longest
+    }
+
+    /// FNV-1a of the word with every run of a letter collapsed to one.
+    private static func collapsedHash(_ chars: [UInt32], _ start: Int, _ end: Int) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var index = start
+        while index < end {
+            if index == start || chars[index] != chars[index - 1] {
+                hash ^= UInt64(chars[index])
+                hash = hash &* 0x100_0000_01b3
+            }
+            index += 1
+        }
+        return hash
+    }
+
+    private static func collapse(_ chars: [UInt32], minimumRun: Int, keep: Int) -> (chars: [UInt32], sources: [Int]) {
+        var result: [UInt32] = []
+        var sources: [Int] = []
+        var index = 0
+        while index < chars.count {
+            var end = index + 1
+            while end < chars.count, chars[end] == chars[index] { end += 1 }
+            let run = end - index
+            let count = run >= minimumRun ? min(keep, run) : run
+            for offset in 0..<count {
+                result.append(chars[index])
+                sources.append(index + offset)
+            }
+            index = end
+        }
+        return (result, sources)
+    }
+
+    private func match(_ entry: Int, start: Int32, end: Int32) -> TextMatch {
+        let e = entries[entry]
+        return TextMatch(term: e.term, category: e.category, severity: e.severity, start: Int(start), end: Int(end))
+    }
+
+    /// Keeps the longest of overlapping matches.
+    private static func dropOverlaps(_ matches: [TextMatch]) -> [TextMatch] {
+        let sorted = matches.sorted { ($0.start, -$0.end) < ($1.start, -$1.end) }
+        var kept: [TextMatch] = []
+        for match in sorted {
+            if let last = kept.last, match.start < last.end {
+                if match.end > last.end || (match.end == last.end && match.severity > last.severity) { kept[kept.count - 1] = match }
+                continue
+            }
+            kept.append(match)
+        }
+        return kept
+    }
+
+    // MARK: - Verdict
+
+    private func verdict(_ text: String, matches: [TextMatch]) -> TextVerdict {
+        let reported = matches.filter { options.actions[$0.severity, default: .block] != .ignore }
+        let blocking = reported.filter { options.actions[$0.severity, default: .block] == .block }
+        if reported.isEmpty { return TextVerdict(allowed: true, reason: nil, matches: [], censored: text) }
+        let censored = Self.censor(text, ranges: reported.map { ($0.start, $0.end) })
+        func names(_ list: [TextMatch]) -> String {
+            var seen = Set<String>()
+            return list.map(\.term).filter { seen.insert($0).inserted }.joined(separator: ", ")
+        }
+        if blocking.isEmpty {
+            return TextVerdict(allowed: true, reason: "Content contains mild language: \(names(reported))", matches: reported, censored: censored)
+        }
+        return TextVerdict(allowed: false, reason: "Content contains prohibited terms: \(names(blocking))", matches: reported, censored: censored)
+    }
+
+    /// Masks every visible character inside the ranges with `*`; invisible ones there are dropped, spaces kept.
+    static func censor(_ text: String, ranges: [(Int, Int)]) -> String {
+        var result = String.UnicodeScalarView()
+        var offset = 0
+        var rangeIndex = 0
+        for scalar in text.unicodeScalars {
+            let width = scalar.utf16.count
+            while rangeIndex < ranges.count, ranges[rangeIndex].1 <= offset { rangeIndex += 1 }
+            let inside = rangeIndex < ranges.count && offset >= ranges[rangeIndex].0 && offset < ranges[rangeIndex].1
+            if inside {
+                if scalar.properties.isWhitespace {
+                    result.append(scalar)
+                } else {
+                    switch scalar.properties.generalCategory {
+                    case .format, .nonspacingMark, .enclosingMark, .spacingMark: break
+                    default: result.append("*")
+                    }
+                }
+            } else {
+                result.append(scalar)
+            }
+            offset += width
+        }
+        return String(result)
+    }
+
+    // MARK: - Hashing
+
+    /// FNV-1a over chars[start..<end].
+    static func hash(_ chars: [UInt32], _ start: Int, _ end: Int) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var index = start
+        while index < end {
+            hash ^= UInt64(chars[index])
+            hash = hash &* 0x100_0000_01b3
+            index += 1
+        }
+        return hash
+    }
+}

@@ -1,0 +1,202 @@
+import SluiceCore
+import Foundation
+
+/// Folds user text to the matcher's normal form while remembering where every folded character came from:
+/// NFKC/NFKD compatibility forms (full-width, math alphanumerics, ligatures), case folding, diacritics and
+/// combining marks dropped, Latin look-alikes from Cyrillic and Greek mapped, invisible and format characters
+/// (zero-width joiners, soft hyphens, bidi controls) dropped.
+enum TextNormalizer {
+    enum Kind: UInt8 {
+        case letter, digit, symbol, separator, drop
+    }
+
+    /// One folded character: its scalar value (lowercase), its kind, and the UTF-16 range it came from.
+    struct Unit {
+        var char: UInt32
+        var kind: Kind
+        var start: Int32
+        var end: Int32
+    }
+
+    /// Normal form of a wordlist term or allowlist phrase: folded letters and digits, words separated by one space,
+    /// hyphens and apostrophes removed.
+    static func normalizeTerm(_ term: String) -> String {
+        var scalars: [Unicode.Scalar] = []
+        var pendingSpace = false
+        for unit in fold(term) {
+            switch unit.kind {
+            case .letter, .digit:
+                if pendingSpace, !scalars.isEmpty { scalars.append(" ") }
+                pendingSpace = false
+                if let scalar = Unicode.Scalar(unit.char) { scalars.append(scalar) }
+            case .separator:
+                if let scalar = Unicode.Scalar(unit.char), scalar == "-" || scalar == "'" || scalar == "’" { continue }
+                pendingSpace = true
+            case .symbol, .drop:
+                continue
+            }
+        }
+        var result = ""
+        result.unicodeScalars.append(contentsOf: scalars)
+        return result
+    }
+
+    /// Folds a whole text into units.
+    static func fold(_ text: String) -> [Unit] {
+        // Fast path: ASCII needs no Unicode tables, and UTF-8 offsets are UTF-16 offsets.
+        let ascii: [Unit]? = text.utf8.withContiguousStorageIfAvailable { bytes -> [Unit]? in
+            for byte in bytes where byte >= 0x80 { return nil }
+            return [Unit](unsafeUninitializedCapacity: bytes.count) { units, initialized in
+                asciiTable.withUnsafeBufferPointer { table in
+                    for (offset, byte) in bytes.enumerated() {
+                        let entry = table[Int(byte)]
+                        units[offset] = Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1))
+                    }
+                }
+                initialized = bytes.count
+            }
+        } ?? nil
+        if let ascii { return ascii }
+        var units: [Unit] = []
+        units.reserveCapacity(text.utf8.count)
+        var offset: Int32 = 0
+        for scalar in text.unicodeScalars {
+            let width = Int32(scalar.utf16.count)
+            appendFolded(scalar, start: offset, end: offset + width, into: &units)
+            offset += width
+        }
+        return units
+    }
+
+    private static func appendFolded(_ scalar: Unicode.Scalar, start: Int32, end: Int32, into units: inout [Unit]) {
+        if scalar.isASCII {
+            let entry = asciiTable[Int(scalar.value)]
+            units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: start, end: end))
+            return
+        }
+        if let mapped = confusables[scalar.value] {
+            units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
+            return
+        }
+        let properties = scalar.properties
+        switch properties.generalCategory {
+        case .format, .nonspacingMark, .enclosingMark, .spacingMark, .control, .unassigned, .privateUse, .surrogate:
+            if properties.generalCategory == .control {
+                units.append(Unit(char: 0x20, kind: .separator, start: start, end: end))
+            } else if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
+                // Invisible: zero-width joiners, soft hyphen, bidi controls, combining marks (diacritics, zalgo).
+                // They belong to the character before them, so a match (and its censoring) covers them.
+                units[last].end = end
+            }
+            return
+        case .spaceSeparator, .lineSeparator, .paragraphSeparator:
+            units.append(Unit(char: 0x20, kind: .separator, start: start, end: end))
+            return
+        default:
+            break
+        }
+        if properties.isVariationSelector || properties.isDefaultIgnorableCodePoint { return }
+        // Compatibility decomposition: full-width, math alphanumerics, ligatures, accented letters.
+        let decomposed = String(scalar).decomposedStringWithCompatibilityMapping
+        var produced = false
+        for part in decomposed.unicodeScalars {
+            if part.isASCII {
+                let entry = asciiTable[Int(part.value)]
+                if entry.kind == .drop { continue }
+                units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: start, end: end))
+                produced = true
+                continue
+            }
+            if let mapped = confusables[part.value] {
+                units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
+                produced = true
+                continue
+            }
+            let partProperties = part.properties
+            switch partProperties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .spacingMark, .format:
+                continue
+            default:
+                break
+            }
+            if partProperties.isAlphabetic {
+                for lower in partProperties.lowercaseMapping.unicodeScalars {
+                    if lower.value == 0xDF { // ß folds to ss
+                        units.append(Unit(char: 0x73, kind: .letter, start: start, end: end))
+                        units.append(Unit(char: 0x73, kind: .letter, start: start, end: end))
+                    } else if let mapped = confusables[lower.value] {
+                        units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
+                    } else {
+                        units.append(Unit(char: lower.value, kind: .letter, start: start, end: end))
+                    }
+                }
+                produced = true
+            } else if partProperties.numericType != nil {
+                units.append(Unit(char: part.value, kind: .symbol, start: start, end: end))
+                produced = true
+            } else if let leet = leetSymbols[part.value] {
+                units.append(Unit(char: UInt32(leet), kind: .symbol, start: start, end: end))
+                produced = true
+            }
+        }
+        if !produced { units.append(Unit(char: 0x20, kind: .separator, start: start, end: end)) }
+    }
+
+    struct ASCIIEntry {
+        var char: UInt8
+        var kind: Kind
+    }
+
+    /// Per ASCII byte: lowercase letters, digits, leet-capable symbols, separators.
+    static let asciiTable: [ASCIIEntry] = (0..<128).map { value -> ASCIIEntry in
+        let byte = UInt8(value)
+        switch byte {
+        case 0x41...0x5A: return ASCIIEntry(char: byte + 0x20, kind: .letter)
+        case 0x61...0x7A: return ASCIIEntry(char: byte, kind: .letter)
+        case 0x30...0x39: return ASCIIEntry(char: byte, kind: .digit)
+        case UInt8(ascii: "@"), UInt8(ascii: "$"), UInt8(ascii: "!"), UInt8(ascii: "|"), UInt8(ascii: "+"),
+             UInt8(ascii: "("), UInt8(ascii: "*"):
+            return ASCIIEntry(char: byte, kind: .symbol)
+        default: return ASCIIEntry(char: UInt8(ascii: " ") == byte ? byte : byte, kind: .separator)
+        }
+    }
+
+    /// What a leet character stands for inside a word with letters in it.
+    static func leet(_ char: UInt32) -> UInt32? {
+        switch char {
+        case 0x30: 0x6F // 0 → o
+        case 0x31: 0x69 // 1 → i
+        case 0x33: 0x65 // 3 → e
+        case 0x34: 0x61 // 4 → a
+        case 0x35: 0x73 // 5 → s
+        case 0x37: 0x74 // 7 → t
+        case 0x38: 0x62 // 8 → b
+        case 0x39: 0x67 // 9 → g
+        case 0x40: 0x61 // @ → a
+        case 0x24: 0x73 // $ → s
+        case 0x21, 0x7C: 0x69 // ! | → i
+        case 0x2B: 0x74 // + → t
+        case 0x28: 0x63 // ( → c
+        case 0x20AC: 0x65 // € → e
+        default: nil
+        }
+    }
+
+    /// Non-ASCII symbols that stand for a leet character.
+    static let leetSymbols: [UInt32: UInt8] = [0x20AC: 0x65, 0xA3: 0x6C, 0xA5: 0x79, 0xA7: 0x73]
+
+    /// Latin look-alikes: Cyrillic, Greek, IPA and Latin-extended letters that read as a-z.
+    static let confusables: [UInt32: UInt8] = {
+        let pairs: [(String, Character)] = [
+            ("аАɑα", "a"), ("вВβ", "b"), ("сСϲς", "c"), ("ԁ", "d"), ("еЕёЁεΕ", "e"), ("ƒϝ", "f"), ("ɡ", "g"),
+            ("һнНΗ", "h"), ("іІїЇιΙɩ", "i"), ("јЈϳ", "j"), ("кКκΚ", "k"), ("ӏΙ", "l"), ("мМΜ", "m"),
+            ("пηΝ", "n"), ("оОοΟσ", "o"), ("рРρΡ", "p"), ("ԛ", "q"), ("г", "r"), ("ѕЅ", "s"), ("тТτΤ", "t"),
+            ("υμ", "u"), ("νѵ", "v"), ("ԝѡω", "w"), ("хХχΧ", "x"), ("уУγΥ", "y"), ("ΖΖ", "z"),
+        ]
+        var table: [UInt32: UInt8] = [:]
+        for (sources, target) in pairs {
+            for scalar in sources.unicodeScalars { table[scalar.value] = target.asciiValue ?? 0x3F }
+        }
+        return table
+    }()
+}

@@ -1,0 +1,150 @@
+import SluiceCore
+/// One word of the folded text, as ranges into flat buffers (no per-word allocation).
+struct TokenSpan {
+    /// Range in `TokenBuffer.chars` (and `charUnits`).
+    var charStart: Int32
+    var charEnd: Int32
+    /// Range of folded units the word covers (for UTF-16 offsets).
+    var unitStart: Int32
+    var unitEnd: Int32
+    var hash: UInt64
+
+    var length: Int { Int(charEnd - charStart) }
+}
+
+/// Words of a message: letters after leetspeak in one flat array, the unit each letter came from, and spans.
+struct TokenBuffer {
+    var chars: [UInt32] = []
+    var charUnits: [Int32] = []
+    var spans: [TokenSpan] = []
+}
+
+/// Cuts folded units into words: letters and digits, plus leet symbols with a letter or digit after them
+/// ("$hit", "sh!t"). Inside a word that has letters, digits and symbols read as letters ("sh1t", "a55").
+/// Three or more single letters split by one separator each are joined ("f u c k", "f.u.c.k").
+enum Tokenizer {
+    static func tokens(_ units: [TextNormalizer.Unit]) -> TokenBuffer {
+        let count = units.count
+        var buffer = TokenBuffer()
+        var charCount = 0
+        var spanCount = 0
+        buffer.chars = [UInt32](unsafeUninitializedCapacity: count) { chars, charsInitialized in
+            buffer.charUnits = [Int32](unsafeUninitializedCapacity: count) { charUnits, unitsInitialized in
+                buffer.spans = [TokenSpan](unsafeUninitializedCapacity: count / 2 + 2) { spans, spansInitialized in
+                    units.withUnsafeBufferPointer { units in
+                        scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount)
+                    }
+                    spansInitialized = spanCount
+                }
+                unitsInitialized = charCount
+            }
+            charsInitialized = charCount
+        }
+        return buffer
+    }
+
+    private static func scan(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,
+                             charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>,
+                             charCount: inout Int, spanCount: inout Int) {
+        let count = units.count
+        var index = 0
+        // Start of a pending run of one-letter words to join, or -1.
+        var singlesStart = -1
+
+        func isWordPart(_ position: Int) -> Bool {
+            let kind = units[position].kind
+            return kind == .letter || kind == .digit
+        }
+
+        func joinSingles(upTo end: Int) {
+            // spans[singlesStart..<end] are one-letter words with contiguous chars.
+            if end - singlesStart >= 3 {
+                let first = spans[singlesStart]
+                let last = spans[end - 1]
+                var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+                for position in Int(first.charStart)..<Int(last.charEnd) {
+                    hash ^= UInt64(chars[position])
+                    hash = hash &* 0x100_0000_01b3
+                }
+                spans[singlesStart] = TokenSpan(charStart: first.charStart, charEnd: last.charEnd, unitStart: first.unitStart,
+                                                unitEnd: last.unitEnd, hash: hash)
+                // Move anything after the run down.
+                var from = end
+                var to = singlesStart + 1
+                while from < spanCount {
+                    spans[to] = spans[from]
+                    to += 1
+                    from += 1
+                }
+                spanCount = to
+            }
+        }
+
+        while index < count {
+            let startKind = units[index].kind
+            let starts = startKind == .letter || startKind == .digit || (startKind == .symbol && index + 1 < count && isWordPart(index + 1))
+            guard starts else {
+                index += 1
+                continue
+            }
+            let charStart = charCount
+            var hasLetter = false
+            var hasOther = false
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var end = index
+            while end < count {
+                let unit = units[end]
+                if unit.kind == .letter {
+                    hasLetter = true
+                } else if unit.kind == .symbol {
+                    // A symbol continues the word only when a letter or digit comes right after it.
+                    guard end + 1 < count, isWordPart(end + 1) else { break }
+                    hasOther = true
+                } else if unit.kind == .digit {
+                    hasOther = true
+                } else {
+                    break
+                }
+                chars[charCount] = unit.char
+                charUnits[charCount] = Int32(end)
+                hash ^= UInt64(unit.char)
+                hash = hash &* 0x100_0000_01b3
+                charCount += 1
+                end += 1
+            }
+            if hasLetter && hasOther {
+                // Leetspeak inside a word with letters: read digits and symbols as letters, and rehash.
+                hash = 0xcbf2_9ce4_8422_2325
+                for position in charStart..<charCount {
+                    if let mapped = TextNormalizer.leet(chars[position]) { chars[position] = mapped }
+                    hash ^= UInt64(chars[position])
+                    hash = hash &* 0x100_0000_01b3
+                }
+            }
+            spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
+                                         unitStart: Int32(index), unitEnd: Int32(end), hash: hash)
+            spanCount += 1
+            // Runs of one-letter words split by exactly one separator ("f u c k", "f.u.c.k").
+            let isSingle = charCount - charStart == 1 && isLetterLike(chars[charStart])
+            if isSingle {
+                if singlesStart >= 0 {
+                    let previous = spans[spanCount - 2]
+                    let gapOK = Int(spans[spanCount - 1].unitStart - previous.unitEnd) == 1 && units[Int(previous.unitEnd)].char != 0x0A
+                    if !gapOK {
+                        joinSingles(upTo: spanCount - 1)
+                        singlesStart = spanCount - 1
+                    }
+                } else {
+                    singlesStart = spanCount - 1
+                }
+            } else if singlesStart >= 0 {
+                joinSingles(upTo: spanCount - 1)
+                singlesStart = -1
+            }
+            index = end
+        }
+        if singlesStart >= 0 { joinSingles(upTo: spanCount) }
+    }
+
+    private static func isLetterLike(_ char: UInt32) -> Bool { char >= 0x61 && char <= 0x7A || char > 0x7F }
+}
