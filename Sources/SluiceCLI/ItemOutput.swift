@@ -22,6 +22,9 @@ struct ItemJSON: Encodable {
     var createdAt: Date
     var updatedAt: Date
     var history: [ItemEvent]?
+    /// Text items: the filter verdict {allowed, reason, matches, censored}, and the message itself.
+    var text: TextVerdict?
+    var message: TextContent?
 
     struct Outputs: Encodable {
         var approved: String?
@@ -51,11 +54,13 @@ struct ItemJSON: Encodable {
         createdAt = item.createdAt
         updatedAt = item.updatedAt
         self.history = history
+        text = item.textVerdict
+        message = item.content
     }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, userId, status, reason, provider, safeSearch, exif, outputs, original, format, width, height,
-             sourceBytes, attempts, timings, createdAt, updatedAt, history
+             sourceBytes, attempts, timings, createdAt, updatedAt, history, text, message
     }
 
     /// Nulls are written out, so every documented field is always present.
@@ -80,6 +85,10 @@ struct ItemJSON: Encodable {
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encodeIfPresent(history, forKey: .history)
+        if kind == .text {
+            try c.encode(text, forKey: .text)
+            try c.encode(message, forKey: .message)
+        }
     }
 
     static let encoder: JSONEncoder = {

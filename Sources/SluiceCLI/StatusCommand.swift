@@ -36,6 +36,17 @@ struct StatusCommand: AsyncParsableCommand {
         if let e = item.exif {
             lines.append("exif:      GPS \(e.hadGPS ? "removed" : "none"), camera \([e.make, e.model].compactMap { $0 }.joined(separator: " ").nilIfEmpty ?? "-"), orientation \(e.orientation.map(String.init) ?? "-")")
         }
+        if let content = item.content {
+            lines.append("text:      \(content.text.prefix(200))")
+            if let source = content.source { lines.append("source:    \(source)") }
+        }
+        if let verdict = item.textVerdict {
+            lines.append("verdict:   \(verdict.allowed ? "allowed" : "blocked")\(verdict.reason.map { " — \($0)" } ?? "")")
+            if !verdict.matches.isEmpty {
+                lines.append("matches:   " + verdict.matches.map { "\($0.term) (\($0.severity.rawValue), \($0.category)) at \($0.start)..<\($0.end)" }.joined(separator: "; "))
+                lines.append("censored:  \(verdict.censored.prefix(200))")
+            }
+        }
         if let approved = item.outputs.approved { lines.append("approved:  \(approved) (\(item.outputs.approvedBytes ?? 0) bytes)") }
         if let thumbnail = item.outputs.thumbnail { lines.append("thumbnail: \(thumbnail) (\(item.outputs.thumbnailBytes ?? 0) bytes)") }
         if let original = item.original { lines.append("original:  \(original)") }

@@ -59,6 +59,23 @@ public struct StageTimings: Sendable, Codable, Equatable {
     }
 }
 
+/// A text item's message as received from a queue line.
+public struct TextContent: Sendable, Codable, Equatable {
+    public var text: String
+    public var context: String?
+    /// `message`, `post` or `comment`.
+    public var kind: String?
+    /// `queues/text/{file}:{line}` the message came from.
+    public var source: String?
+
+    public init(text: String, context: String? = nil, kind: String? = nil, source: String? = nil) {
+        self.text = text
+        self.context = context
+        self.kind = kind
+        self.source = source
+    }
+}
+
 /// One moderated item as the store keeps it and the CLI shows it.
 public struct Item: Sendable, Codable, Equatable {
     public var id: String
@@ -82,13 +99,17 @@ public struct Item: Sendable, Codable, Equatable {
     public var attempts: Int
     public var createdAt: Date
     public var updatedAt: Date
+    /// Text items: the message and the filter's verdict.
+    public var content: TextContent?
+    public var textVerdict: TextVerdict?
 
     public init(id: String, kind: ItemKind, userId: String, status: ItemStatus, reason: String? = nil,
                 provider: String? = nil, safeSearch: SafeSearch? = nil, exif: ExifFindings? = nil,
                 outputs: ItemOutputs = ItemOutputs(), original: String? = nil, format: String? = nil,
                 width: Int? = nil, height: Int? = nil, sourceBytes: Int? = nil, contentHash: String? = nil,
                 timings: StageTimings = StageTimings(), attempts: Int = 0,
-                createdAt: Date = Date(), updatedAt: Date = Date()) {
+                createdAt: Date = Date(), updatedAt: Date = Date(), content: TextContent? = nil,
+                textVerdict: TextVerdict? = nil) {
         self.id = id
         self.kind = kind
         self.userId = userId
@@ -108,6 +129,8 @@ public struct Item: Sendable, Codable, Equatable {
         self.attempts = attempts
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.content = content
+        self.textVerdict = textVerdict
     }
 }
 

@@ -4,6 +4,7 @@ import SluiceCore
 import SluiceImaging
 import SluiceProviders
 import SluiceStore
+import SluiceText
 
 /// Assembles the daemon from a config: the one place where concrete types are chosen.
 /// Tests call it directly with an in-memory config and a provider pointed at a fake server.
@@ -24,7 +25,14 @@ public struct ImageDaemon: Sendable {
         let pool = CPUPool(threads: config.concurrency.effectiveCPU)
         let pipeline = ImagePipeline(config: config, processor: processor, provider: provider, pool: pool)
         let items = ImageItemProcessor(config: config, store: store, pipeline: pipeline, providerName: provider.name, logger: logger)
-        let service = DropFolderService(config: config, processor: items, mode: mode, logger: logger)
+        let filter: ProfanityFilter
+        do {
+            filter = try ProfanityFilter.load(config.text)
+        } catch {
+            throw DaemonStartError(message: "cannot load wordlists: \(error)")
+        }
+        let textQueue = TextQueueProcessor(root: DataRoot(config.dataRoot), store: store, filter: filter, logger: logger)
+        let service = DropFolderService(config: config, processor: items, textQueue: textQueue, mode: mode, logger: logger)
         return ImageDaemon(service: service, store: store, pool: pool, provider: provider)
     }
 
@@ -46,4 +54,10 @@ public struct ImageDaemon: Sendable {
         }
         await pool.shutdown()
     }
+}
+
+/// The daemon could not be assembled from its config.
+public struct DaemonStartError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

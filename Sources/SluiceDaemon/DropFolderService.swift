@@ -13,12 +13,14 @@ public struct DropFolderService: Service {
 
     let config: PipelineConfig
     let processor: ImageItemProcessor
+    let textQueue: TextQueueProcessor?
     let mode: Mode
     let logger: Logger
 
-    public init(config: PipelineConfig, processor: ImageItemProcessor, mode: Mode, logger: Logger) {
+    public init(config: PipelineConfig, processor: ImageItemProcessor, textQueue: TextQueueProcessor?, mode: Mode, logger: Logger) {
         self.config = config
         self.processor = processor
+        self.textQueue = textQueue
         self.mode = mode
         self.logger = logger
     }
@@ -30,12 +32,14 @@ public struct DropFolderService: Service {
         if orphans > 0 { logger.notice("removed temp files left by an interrupted run", metadata: ["count": "\(orphans)"]) }
         let scanner = PendingScanner(root: root)
 
+        if let textQueue { try FileManager.default.createDirectory(at: textQueue.done, withIntermediateDirectories: true) }
         switch mode {
         case .once:
             let summary = await process(scanner.scan())
             logger.notice("processed pending uploads", metadata: ["items": "\(summary)"])
+            textQueue?.processAll()
         case .watch:
-            let watcher = DropFolderWatcher(pending: root.pending, logger: logger)
+            let watcher = DropFolderWatcher(pending: root.pending, extraFolders: textQueue.map { [$0.queue] } ?? [], logger: logger)
             let signals = Self.merge(watcher.changes(), every: config.daemon.rescanSeconds)
             logger.notice("watching for uploads", metadata: ["pending": "\(root.pending.path)"])
             try await runWatching(scanner: scanner, signals: signals)
@@ -69,6 +73,14 @@ public struct DropFolderService: Service {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await _ in signals.cancelOnGracefulShutdown() {
+                if let textQueue = textQueue, !textQueue.pendingFiles().isEmpty, active.insert(textQueue.queue.path) {
+                    // Text is cheap: one pass over the ready files at a time, beside the image uploads.
+                    group.addTask {
+                        textQueue.processAll()
+                        active.remove(textQueue.queue.path)
+                    }
+                    running += 1
+                }
                 for upload in scanner.scan() where active.insert(upload.url.path) {
                     if running >= limit {
                         await group.next()

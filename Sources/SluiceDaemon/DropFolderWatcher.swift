@@ -9,11 +9,14 @@ import Synchronization
 /// Signals coalesce: consumers rescan on each one. A periodic rescan elsewhere covers queue overflows.
 public final class DropFolderWatcher: Sendable {
     private let pending: URL
+    private let extraFolders: [URL]
     private let stopped = Mutex(false)
     private let logger: Logger
 
-    public init(pending: URL, logger: Logger) {
+    /// Watches pending/ and its user folders, plus `extraFolders` (e.g. queues/text) without recursion.
+    public init(pending: URL, extraFolders: [URL] = [], logger: Logger) {
         self.pending = pending
+        self.extraFolders = extraFolders
         self.logger = logger
     }
 
@@ -28,9 +31,10 @@ public final class DropFolderWatcher: Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.stopped.withLock { $0 = true } }
         let pending = pending
+        let extraFolders = extraFolders
         let logger = logger
         let thread = Thread { [self] in
-            self.watchLoop(fd: fd, pending: pending, continuation: continuation, logger: logger)
+            self.watchLoop(fd: fd, pending: pending, extraFolders: extraFolders, continuation: continuation, logger: logger)
             close(fd)
         }
         thread.name = "sluice-inotify"
@@ -42,13 +46,14 @@ public final class DropFolderWatcher: Sendable {
     #if os(Linux)
     private static let folderMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
-    private func watchLoop(fd: Int32, pending: URL, continuation: AsyncStream<Void>.Continuation, logger: Logger) {
+    private func watchLoop(fd: Int32, pending: URL, extraFolders: [URL], continuation: AsyncStream<Void>.Continuation, logger: Logger) {
         var watches: [Int32: String] = [:]
         func addWatch(_ path: String) {
             let wd = inotify_add_watch(fd, path, Self.folderMask)
             if wd >= 0 { watches[wd] = path }
         }
         addWatch(pending.path)
+        for folder in extraFolders { addWatch(folder.path) }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: pending.path)) ?? [] {
             let path = pending.appendingPathComponent(name).path
             if PendingScanner.fileType(URL(fileURLWithPath: path)) == .directory { addWatch(path) }

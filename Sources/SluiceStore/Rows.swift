@@ -38,6 +38,12 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var attempts: Int
     var createdAt: Date
     var updatedAt: Date
+    var text: String?
+    var textContext: String?
+    var textKind: String?
+    var textSource: String?
+    /// The filter verdict as JSON.
+    var textVerdict: String?
 
     init(_ item: Item) {
         id = item.id
@@ -72,6 +78,11 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         attempts = item.attempts
         createdAt = item.createdAt
         updatedAt = item.updatedAt
+        text = item.content?.text
+        textContext = item.content?.context
+        textKind = item.content?.kind
+        textSource = item.content?.source
+        textVerdict = item.textVerdict.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
     }
 
     var item: Item {
@@ -87,7 +98,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     original: originalPath, format: format, width: width, height: height, sourceBytes: sourceBytes,
                     contentHash: contentHash,
                     timings: StageTimings(decodeMs: decodeMs, classifyMs: classifyMs, writeMs: writeMs, totalMs: totalMs),
-                    attempts: attempts, createdAt: createdAt, updatedAt: updatedAt)
+                    attempts: attempts, createdAt: createdAt, updatedAt: updatedAt,
+                    content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource) },
+                    textVerdict: textVerdict.flatMap { try? JSONDecoder().decode(TextVerdict.self, from: Data($0.utf8)) })
     }
 }
 

@@ -85,6 +85,15 @@ public struct StatusStore: Sendable {
                 t.column("detail", .text)
             }
         }
+        migrator.registerMigration("v2-text-items") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "text", .text)
+                t.add(column: "textContext", .text)
+                t.add(column: "textKind", .text)
+                t.add(column: "textSource", .text)
+                t.add(column: "textVerdict", .text)
+            }
+        }
         return migrator
     }
 
@@ -131,6 +140,43 @@ public struct StatusStore: Sendable {
             try ItemRow(updated).save(db)
             try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
                                    toStatus: item.status, stage: stage, detail: detail ?? item.reason)).insert(db)
+        }
+    }
+
+    /// Stores many verdicts in one transaction (text queues, reprocessing): each insert or replace appends
+    /// a `verdict` event. Returns how many were written.
+    @discardableResult
+    public func recordVerdicts(_ items: [Item], stage: String) throws(StoreError) -> Int {
+        if items.isEmpty { return 0 }
+        return try write("record \(items.count) verdicts") { db in
+            for item in items {
+                let previous = try ItemRow.fetchOne(db, key: item.id)
+                var updated = item
+                if let previous {
+                    updated.createdAt = previous.createdAt
+                    updated.attempts = previous.attempts + 1
+                }
+                try ItemRow(updated).save(db)
+                try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
+                                       toStatus: item.status, stage: stage, detail: item.reason)).insert(db)
+            }
+            return items.count
+        }
+    }
+
+    /// Content hash and status of each id that exists, for idempotent ingest.
+    public func contentHashes(ids: [String]) throws(StoreError) -> [String: (hash: String?, status: ItemStatus)] {
+        if ids.isEmpty { return [:] }
+        return try read("look up \(ids.count) items") { db in
+            var result: [String: (hash: String?, status: ItemStatus)] = [:]
+            for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+                let rows = try Row.fetchAll(db, sql: "SELECT id, contentHash, status FROM item WHERE id IN (\(chunk.map { _ in "?" }.joined(separator: ",")))",
+                                            arguments: StatementArguments(chunk))
+                for row in rows {
+                    if let status = ItemStatus(rawValue: row["status"]) { result[row["id"]] = (row["contentHash"], status) }
+                }
+            }
+            return result
         }
     }
 

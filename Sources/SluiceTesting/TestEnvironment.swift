@@ -66,8 +66,9 @@ public final class TemporaryDataRoot: Sendable {
         vision.maxAttempts = 2
         vision.initialBackoffSeconds = 0.01
         vision.maxBackoffSeconds = 0.05
-        vision.timeoutSeconds = 5
-        var config = PipelineConfig(dataRoot: url, vision: vision, concurrency: ConcurrencyConfig(cpu: 2, items: 8))
+        vision.timeoutSeconds = 30
+        var config = PipelineConfig(dataRoot: url, vision: vision, concurrency: ConcurrencyConfig(cpu: 2, items: 8),
+                                    text: TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")))
         edit(&config)
         return config
     }
@@ -78,9 +79,10 @@ public final class TemporaryDataRoot: Sendable {
         let json = """
         {
           "dataRoot": "\(url.path)",
-          "vision": { "endpoint": "\(endpoint)", "apiKeyEnv": null, "maxAttempts": 2,
-                      "initialBackoffSeconds": 0.01, "maxBackoffSeconds": 0.05, "timeoutSeconds": 5 },
-          "concurrency": { "cpu": 2, "items": 8 }\(extra.isEmpty ? "" : ",\n  " + extra)
+          "vision": { "endpoint": "\(endpoint)", "apiKeyEnv": null, "maxAttempts": 3,
+                      "initialBackoffSeconds": 0.01, "maxBackoffSeconds": 0.05, "timeoutSeconds": 30 },
+          "concurrency": { "cpu": 2, "items": 8 },
+          "text": { "wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)" }\(extra.isEmpty ? "" : ",\n  " + extra)
         }
         """
         try Data(json.utf8).write(to: file)

@@ -121,7 +121,8 @@ public struct ProfanityFilter: Sendable {
         for index in spans.indices {
             let span = spans[index]
             guard known.contains(span.hash) else {
-                if index >= skipUntil, let hit = lookupVariants(span, tokens: tokens, units: units) { found.append(hit) }
+                if index >= skipUntil, span.length >= 3 || span.trailing > 0,
+                   let hit = lookupVariants(span, tokens: tokens, units: units) { found.append(hit) }
                 continue
             }
             // Allowlisted phrases win over their words ("Dick Van Dyke").
@@ -185,8 +186,29 @@ public struct ProfanityFilter: Sendable {
         return found
     }
 
-    /// Repeated-letter forms of the word, then glued compounds.
+    /// Repeated-letter forms of the word, then glued compounds, then the word with trailing leet symbols.
     private func lookupVariants(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+        if let hit = lookupForms(span, tokens: tokens, units: units) { return hit }
+        guard span.trailing > 0 else { return nil }
+        // "a$$": the word with the symbols after it read as letters.
+        var chars = Array(tokens.chars[Int(span.charStart)..<Int(span.charEnd)])
+        var charUnits = Array(tokens.charUnits[Int(span.charStart)..<Int(span.charEnd)])
+        for position in Int(span.unitEnd)..<Int(span.unitEnd + span.trailing) {
+            chars.append(TextNormalizer.leet(units[position].char) ?? units[position].char)
+            charUnits.append(Int32(position))
+        }
+        let extended = TokenBuffer(chars: chars, charUnits: charUnits, spans: [])
+        let hash = Self.hash(chars, 0, chars.count)
+        if allowedWords.contains(hash) { return nil }
+        let whole = TokenSpan(charStart: 0, charEnd: Int32(chars.count), unitStart: span.unitStart,
+                              unitEnd: span.unitEnd + span.trailing, hash: hash)
+        if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
+            return match(entry, start: units[Int(whole.unitStart)].start, end: units[Int(whole.unitEnd) - 1].end)
+        }
+        return lookupForms(whole, tokens: extended, units: units)
+    }
+
+    private func lookupForms(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         guard end - start >= 3 else { return nil }

@@ -18,8 +18,8 @@ enum TextNormalizer {
         var end: Int32
     }
 
-    /// Normal form of a wordlist term or allowlist phrase: folded letters and digits, words separated by one space,
-    /// hyphens and apostrophes removed.
+    /// Normal form of a wordlist term or allowlist phrase: folded letters and digits, words separated by one space
+    /// (any separator, apostrophes and hyphens included, splits words as it does in messages).
     static func normalizeTerm(_ term: String) -> String {
         var scalars: [Unicode.Scalar] = []
         var pendingSpace = false
@@ -30,7 +30,7 @@ enum TextNormalizer {
                 pendingSpace = false
                 if let scalar = Unicode.Scalar(unit.char) { scalars.append(scalar) }
             case .separator:
-                if let scalar = Unicode.Scalar(unit.char), scalar == "-" || scalar == "'" || scalar == "’" { continue }
+                // Apostrophes and hyphens split words exactly as they do in messages ("offa's dyke").
                 pendingSpace = true
             case .symbol, .drop:
                 continue

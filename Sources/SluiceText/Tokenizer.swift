@@ -8,6 +8,9 @@ struct TokenSpan {
     var unitStart: Int32
     var unitEnd: Int32
     var hash: UInt64
+    /// Leet symbols right after the word that were not taken into it ("a$$"): tried only when the word alone
+    /// matches nothing, so "shit!" stays "shit".
+    var trailing: Int32 = 0
 
     var length: Int { Int(charEnd - charStart) }
 }
@@ -67,7 +70,7 @@ enum Tokenizer {
                     hash = hash &* 0x100_0000_01b3
                 }
                 spans[singlesStart] = TokenSpan(charStart: first.charStart, charEnd: last.charEnd, unitStart: first.unitStart,
-                                                unitEnd: last.unitEnd, hash: hash)
+                                                unitEnd: last.unitEnd, hash: hash, trailing: 0)
                 // Move anything after the run down.
                 var from = end
                 var to = singlesStart + 1
@@ -80,10 +83,37 @@ enum Tokenizer {
             }
         }
 
+        func isLeetSymbol(_ position: Int) -> Bool {
+            units[position].kind == .symbol && TextNormalizer.leet(units[position].char) != nil
+        }
+
         while index < count {
             let startKind = units[index].kind
             let starts = startKind == .letter || startKind == .digit || (startKind == .symbol && index + 1 < count && isWordPart(index + 1))
             guard starts else {
+                // A free-standing run of three or more leet symbols is a word too ("@$$").
+                if startKind == .symbol, index == 0 || units[index - 1].kind == .separator {
+                    var end = index
+                    while end < count, isLeetSymbol(end) { end += 1 }
+                    if end - index >= 3, end == count || units[end].kind == .separator {
+                        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+                        let charStart = charCount
+                        for position in index..<end {
+                            let mapped = TextNormalizer.leet(units[position].char) ?? units[position].char
+                            chars[charCount] = mapped
+                            charUnits[charCount] = Int32(position)
+                            charCount += 1
+                            hash ^= UInt64(mapped)
+                            hash = hash &* 0x100_0000_01b3
+                        }
+                        spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
+                                                     unitStart: Int32(index), unitEnd: Int32(end), hash: hash)
+                        spanCount += 1
+                        singlesStart = -1
+                        index = end
+                        continue
+                    }
+                }
                 index += 1
                 continue
             }
@@ -121,8 +151,13 @@ enum Tokenizer {
                     hash = hash &* 0x100_0000_01b3
                 }
             }
+            var trailing = end
+            if hasLetter {
+                while trailing < count, isLeetSymbol(trailing) { trailing += 1 }
+                if trailing < count, units[trailing].kind != .separator { trailing = end }
+            }
             spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
-                                         unitStart: Int32(index), unitEnd: Int32(end), hash: hash)
+                                         unitStart: Int32(index), unitEnd: Int32(end), hash: hash, trailing: Int32(trailing - end))
             spanCount += 1
             // Runs of one-letter words split by exactly one separator ("f u c k", "f.u.c.k").
             let isSingle = charCount - charStart == 1 && isLetterLike(chars[charStart])

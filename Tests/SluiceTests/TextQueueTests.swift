@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// `queues/text/*.jsonl` through the daemon: every line ends as an item, bad lines name file and line.
+@Suite(.serialized) struct TextQueueTests {
+    func writeQueue(_ root: TemporaryDataRoot, _ name: String, _ lines: [String]) throws {
+        let folder = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent(name))
+    }
+
+    @Test func everyLineBecomesAnItemAndTheFileMovesToDone() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "chat.jsonl", [
+            #"{"id": "m1", "userId": "alice", "text": "see you at the cocktail bar in Scunthorpe", "kind": "message"}"#,
+            #"{"id": "m2", "userId": "bob", "text": "what the f.u.c.k", "context": "reply to m1"}"#,
+            #"{"id": "m3", "userId": "carol", "text": "damn that was close", "kind": "post"}"#,
+            #"not json at all"#,
+            #"{"id": "m5", "userId": "dave"}"#,
+            #"{"id": "bad id!", "userId": "erin", "text": "hi"}"#,
+            #"{"id": "m7", "userId": "frank", "text": "hi", "kind": "tweet"}"#,
+            #"{"id": "m8", "userId": "gina", "text": ""}"#,
+            "{\"id\": \"m9\", \"userId\": \"hal\", \"text\": \"" + String(repeating: "a", count: 10_001) + "\"}",
+            #"{"id": "m10", "userId": "ivy", "text": 42}"#,
+            "",
+            #"{"id": "m11", "userId": "bad user", "text": "hi"}"#,
+        ])
+        let store = try await runOnce(root, server: server)
+        #expect(root.exists("queues/text/done/chat.jsonl"))
+        #expect(!root.exists("queues/text/chat.jsonl"))
+
+        let m1 = try #require(try store.item(id: "m1"))
+        #expect(m1.kind == .text && m1.status == .approved && m1.userId == "alice")
+        #expect(m1.textVerdict?.allowed == true && m1.textVerdict?.matches.isEmpty == true)
+        #expect(m1.content?.kind == "message")
+        #expect(m1.content?.source == "queues/text/chat.jsonl:1")
+        let m2 = try #require(try store.item(id: "m2"))
+        #expect(m2.status == .blocked)
+        #expect(m2.reason == "Content contains prohibited terms: fuck")
+        #expect(m2.textVerdict?.censored == "what the *******")
+        #expect(m2.content?.context == "reply to m1")
+        #expect(try store.item(id: "m3")?.status == .approved, "mild is allowed but marked")
+        #expect(try store.item(id: "m3")?.textVerdict?.matches.first?.severity == .mild)
+
+        let expectations: [(String, String)] = [
+            ("chat.jsonl:4", "queues/text/chat.jsonl:4: not a JSON object"),
+            ("m5", "queues/text/chat.jsonl:5: missing field \"text\""),
+            ("chat.jsonl:6", "queues/text/chat.jsonl:6: bad id \"bad id!\": must match [A-Za-z0-9_.:-]{1,128}"),
+            ("m7", "queues/text/chat.jsonl:7: field \"kind\" must be one of message, post, comment"),
+            ("m8", "queues/text/chat.jsonl:8: text is empty"),
+            ("m9", "queues/text/chat.jsonl:9: text is 10001 characters long, over the 10000 limit (text.maxLength)"),
+            ("m10", "queues/text/chat.jsonl:10: field \"text\" must be a string"),
+            ("m11", "queues/text/chat.jsonl:12: bad userId \"bad user\": must match [A-Za-z0-9_-]{1,128}"),
+        ]
+        for (id, reason) in expectations {
+            let item = try #require(try store.item(id: id), "\(id) missing")
+            #expect(item.status == .rejected, "\(id)")
+            #expect(item.reason == reason)
+        }
+        #expect(try store.items(kind: .text).count == 11)
+    }
+
+    @Test func sameTextIsANoOpAndChangedTextIsJudgedAgain() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "a.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello there"}"#])
+        try await runOnce(root, server: server)
+        try writeQueue(root, "b.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello there"}"#])
+        try await runOnce(root, server: server)
+        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        #expect(try store.events(itemId: "x1").filter { $0.type == "verdict" }.count == 1)
+        try writeQueue(root, "c.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello sh1thead"}"#])
+        try await runOnce(root, server: server)
+        let verdicts = try store.events(itemId: "x1").filter { $0.type == "verdict" }
+        #expect(verdicts.map(\.toStatus) == [.approved, .blocked])
+        #expect(root.exists("queues/text/done/a.jsonl") && root.exists("queues/text/done/b.jsonl") && root.exists("queues/text/done/c.jsonl"))
+    }
+
+    @Test func killNineMidQueueLosesNoLineAndCountsNoneTwice() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let count = 30_000
+        var lines: [String] = []
+        for index in 0..<count {
+            let text = index % 7 == 0 ? "you are a b!tch number \(index)" : "ordinary message number \(index) about class and grass"
+            lines.append(#"{"id": "q\#(index)", "userId": "u\#(index % 50)", "text": "\#(text)"}"#)
+        }
+        try writeQueue(root, "big.jsonl", lines)
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let storePath = root.url.appendingPathComponent("sluice.sqlite")
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        var recorded = 0
+        for _ in 0..<400 {
+            try await Task.sleep(nanoseconds: 25_000_000)
+            if let store = try? StatusStore(path: storePath) { recorded = (try? store.items(kind: .text, limit: 2000).count) ?? 0 }
+            if recorded >= 1000 { break }
+        }
+        kill(daemon.processIdentifier, SIGKILL)
+        daemon.waitUntilExit()
+        let rerun = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        let store = try StatusStore(path: storePath)
+        let items = try store.items(kind: .text)
+        #expect(items.count == count)
+        #expect(items.filter { $0.status == .blocked }.count == (0..<count).filter { $0 % 7 == 0 }.count)
+        for id in ["q0", "q1", "q14999", "q29999"] {
+            #expect(try store.events(itemId: id).filter { $0.type == "verdict" }.count == 1, "\(id)")
+        }
+        #expect(root.exists("queues/text/done/big.jsonl"))
+    }
+
+    @Test func statusJSONShowsTheTextVerdict() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "s.jsonl", [#"{"id": "s1", "userId": "u", "text": "total sh1t"}"#])
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        #expect(try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
+        let status = try shell(TestEnvironment.sluiceBinary, ["status", "s1", "--json", "--config", config.path])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(object["kind"] as? String == "text")
+        #expect(object["status"] as? String == "blocked")
+        let text = try #require(object["text"] as? [String: Any])
+        #expect(text["allowed"] as? Bool == false)
+        #expect(text["reason"] as? String == "Content contains prohibited terms: shit")
+        #expect(text["censored"] as? String == "total ****")
+        let match = try #require((text["matches"] as? [[String: Any]])?.first)
+        #expect(match["term"] as? String == "shit" && match["start"] as? Int == 6 && match["end"] as? Int == 10)
+        #expect(match["severity"] as? String == "strong")
+    }
+
+    @Test func checkTextCLI() throws {
+        let root = try TemporaryDataRoot()
+        let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
+        let single = try shell(TestEnvironment.sluiceBinary, ["check-text", "nice cocktail, f u c k", "--json", "--config", config.path])
+        #expect(single.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(single.stdout.utf8)) as? [String: Any])
+        #expect(object["allowed"] as? Bool == false)
+        let file = root.url.appendingPathComponent("lines.txt")
+        var bytes = Data("hello\nsh1t happens\n".utf8)
+        bytes.append(contentsOf: [0x62, 0xFF, 0x0A])
+        bytes.append(Data("\nScunthorpe\n".utf8))
+        try bytes.write(to: file)
+        let many = try shell(TestEnvironment.sluiceBinary, ["check-text", "--file", file.path, "--json", "--config", config.path])
+        #expect(many.status == 0)
+        let lines = many.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5)
+        let parsed = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(parsed[0]["allowed"] as? Bool == true)
+        #expect(parsed[1]["allowed"] as? Bool == false)
+        #expect(parsed[2]["error"] as? String == "text is not valid UTF-8" && parsed[2]["line"] as? Int == 3)
+        #expect(parsed[3]["error"] as? String == "text is empty")
+        #expect(parsed[4]["allowed"] as? Bool == true)
+        let usage = try shell(TestEnvironment.sluiceBinary, ["check-text", "--config", config.path])
+        #expect(usage.status != 0)
+        let missing = try shell(TestEnvironment.sluiceBinary, ["check-text", "--file", "/nonexistent", "--config", config.path])
+        #expect(missing.status != 0 && missing.stderr.contains("cannot read /nonexistent"))
+    }
+}
