@@ -201,7 +201,7 @@ public struct ProfanityFilter: Sendable {
         let hash = Self.hash(chars, 0, chars.count)
         if allowedWords.contains(hash) { return nil }
         let whole = TokenSpan(charStart: 0, charEnd: Int32(chars.count), unitStart: span.unitStart,
-                              unitEnd: span.unitEnd + span.trailing, hash: hash)
+                              unitEnd: span.unitEnd + span.trailing, hash: hash, longestRun: Int32(Self.longestRun(chars, 0, chars.count)))
         if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
             return match(entry, start: units[Int(whole.unitStart)].start, end: units[Int(whole.unitEnd) - 1].end)
         }
@@ -215,18 +215,9 @@ public struct ProfanityFilter: Sendable {
         let wholeStart = units[Int(span.unitStart)].start
         let wholeEnd = units[Int(span.unitEnd) - 1].end
         let chars = tokens.chars
-        let runs = Self.longestRun(chars, start, end)
-        if runs >= 2 {
-            // Every run to one letter ("fuuck", "shiiit"): hashed on the fly, materialised only on a hit.
-            let singleHash = Self.collapsedHash(chars, start, end)
-            if allowedWords.contains(singleHash) { return nil }
-            if words.contains(singleHash) {
-                let form = Self.collapse(Array(chars[start..<end]), minimumRun: 2, keep: 1)
-                if let entry = lookupWord(form.chars, 0, form.chars.count, hash: singleHash) {
-                    return match(entry, start: wholeStart, end: wholeEnd)
-                }
-            }
-        }
+        // A repeated letter counts only when stretched to three or more ("fuuuuck", "asssss"); plain doubles are
+        // spelling ("rapping", "Bonner", "sheet").
+        let runs = Int(span.longestRun)
         if runs >= 3 {
             let original = Array(chars[start..<end])
             // Runs of 3+ to one letter ("fuuuuck") and to two ("asssss").
@@ -272,19 +263,7 @@ public struct ProfanityFilter: Sendable {
         return longest
     }
 
-    /// FNV-1a of the word with every run of a letter collapsed to one.
-    private static func collapsedHash(_ chars: [UInt32], _ start: Int, _ end: Int) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        var index = start
-        while index < end {
-            if index == start || chars[index] != chars[index - 1] {
-                hash ^= UInt64(chars[index])
-                hash = hash &* 0x100_0000_01b3
-            }
-            index += 1
-        }
-        return hash
-    }
+
 
     private static func collapse(_ chars: [UInt32], minimumRun: Int, keep: Int) -> (chars: [UInt32], sources: [Int]) {
         var result: [UInt32] = []

@@ -7,7 +7,11 @@ import Foundation
 /// (zero-width joiners, soft hyphens, bidi controls) dropped.
 enum TextNormalizer {
     enum Kind: UInt8 {
-        case letter, digit, symbol, separator, drop
+        /// `lookalike`: a Cyrillic or Greek letter (its lowercase form in `char`); read as its Latin twin only in a
+        /// word that also has Latin letters, or whose letters are all look-alikes.
+        /// `joiner`: an apostrophe inside a word, skipped without ending it ("o'clock").
+        /// `drop`: ends a word and is skipped (a clitic such as "'s", "'ll").
+        case letter, digit, symbol, separator, drop, lookalike, joiner
     }
 
     /// One folded character: its scalar value (lowercase), its kind, and the UTF-16 range it came from.
@@ -32,7 +36,11 @@ enum TextNormalizer {
             case .separator:
                 // Apostrophes and hyphens split words exactly as they do in messages ("offa's dyke").
                 pendingSpace = true
-            case .symbol, .drop:
+            case .lookalike:
+                if pendingSpace, !scalars.isEmpty { scalars.append(" ") }
+                pendingSpace = false
+                if let scalar = Unicode.Scalar(unit.char) { scalars.append(scalar) }
+            case .symbol, .drop, .joiner:
                 continue
             }
         }
@@ -44,8 +52,12 @@ enum TextNormalizer {
     /// Folds a whole text into units.
     static func fold(_ text: String) -> [Unit] {
         // Fast path: ASCII needs no Unicode tables, and UTF-8 offsets are UTF-16 offsets.
+        var sawApostrophe = false
         let ascii: [Unit]? = text.utf8.withContiguousStorageIfAvailable { bytes -> [Unit]? in
-            for byte in bytes where byte >= 0x80 { return nil }
+            for byte in bytes {
+                if byte >= 0x80 { return nil }
+                if byte == 0x27 || byte == 0x60 { sawApostrophe = true }
+            }
             return [Unit](unsafeUninitializedCapacity: bytes.count) { units, initialized in
                 asciiTable.withUnsafeBufferPointer { table in
                     for (offset, byte) in bytes.enumerated() {
@@ -56,7 +68,10 @@ enum TextNormalizer {
                 initialized = bytes.count
             }
         } ?? nil
-        if let ascii { return ascii }
+        if var ascii {
+            if sawApostrophe { markApostrophes(&ascii) }
+            return ascii
+        }
         var units: [Unit] = []
         units.reserveCapacity(text.utf8.count)
         var offset: Int32 = 0
@@ -65,7 +80,33 @@ enum TextNormalizer {
             appendFolded(scalar, start: offset, end: offset + width, into: &units)
             offset += width
         }
+        markApostrophes(&units)
         return units
+    }
+
+    static let apostrophe: UInt32 = 0x27
+    private static let clitics: [[UInt32]] = ["s", "ll", "re", "ve", "d", "m", "t"].map { Array($0.unicodeScalars.map(\.value)) }
+
+    /// After a letter, an apostrophe plus a clitic ("'s", "'ll", "'re", "'ve", "'d", "'m", "'t") at the end of a
+    /// word is dropped; any other apostrophe after a letter is skipped inside the word ("bitchin'", "o'clock").
+    static func markApostrophes(_ units: inout [Unit]) {
+        var index = 1
+        while index < units.count {
+            defer { index += 1 }
+            guard units[index].char == apostrophe, units[index].kind == .separator else { continue }
+            let before = units[index - 1].kind
+            guard before == .letter || before == .lookalike else { continue }
+            var end = index + 1
+            while end < units.count, units[end].kind == .letter || units[end].kind == .lookalike { end += 1 }
+            let suffix = units[(index + 1)..<end].map(\.char)
+            let wordEnds = end == units.count || (units[end].kind != .digit && units[end].kind != .symbol)
+            if wordEnds, clitics.contains(where: { $0.elementsEqual(suffix) }) {
+                for position in index..<end { units[position].kind = .drop }
+                index = end - 1
+            } else {
+                units[index].kind = .joiner
+            }
+        }
     }
 
     private static func appendFolded(_ scalar: Unicode.Scalar, start: Int32, end: Int32, into units: inout [Unit]) {
@@ -74,7 +115,17 @@ enum TextNormalizer {
             units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: start, end: end))
             return
         }
-        if let mapped = confusables[scalar.value] {
+        if [0x2019, 0x2018, 0x02BC, 0x00B4].contains(scalar.value) {
+            units.append(Unit(char: apostrophe, kind: .separator, start: start, end: end))
+            return
+        }
+        if isCyrillicOrGreek(scalar.value) {
+            let lower = scalar.properties.lowercaseMapping.unicodeScalars.first?.value ?? scalar.value
+            if confusables[lower] != nil || confusables[scalar.value] != nil {
+                units.append(Unit(char: lower, kind: .lookalike, start: start, end: end))
+                return
+            }
+        } else if let mapped = confusables[scalar.value] {
             units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
             return
         }
@@ -107,7 +158,7 @@ enum TextNormalizer {
                 produced = true
                 continue
             }
-            if let mapped = confusables[part.value] {
+            if let mapped = confusables[part.value], !isCyrillicOrGreek(part.value) {
                 units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
                 produced = true
                 continue
@@ -124,7 +175,7 @@ enum TextNormalizer {
                     if lower.value == 0xDF { // ß folds to ss
                         units.append(Unit(char: 0x73, kind: .letter, start: start, end: end))
                         units.append(Unit(char: 0x73, kind: .letter, start: start, end: end))
-                    } else if let mapped = confusables[lower.value] {
+                    } else if let mapped = confusables[lower.value], !isCyrillicOrGreek(lower.value) {
                         units.append(Unit(char: UInt32(mapped), kind: .letter, start: start, end: end))
                     } else {
                         units.append(Unit(char: lower.value, kind: .letter, start: start, end: end))
@@ -160,6 +211,13 @@ enum TextNormalizer {
         default: return ASCIIEntry(char: UInt8(ascii: " ") == byte ? byte : byte, kind: .separator)
         }
     }
+
+    static func isCyrillicOrGreek(_ value: UInt32) -> Bool {
+        (0x0370...0x03FF).contains(value) || (0x0400...0x052F).contains(value) || (0x1F00...0x1FFF).contains(value)
+    }
+
+    /// The Latin twin of a look-alike letter.
+    static func latinTwin(_ value: UInt32) -> UInt32? { confusables[value].map(UInt32.init) }
 
     /// What a leet character stands for inside a word with letters in it.
     static func leet(_ char: UInt32) -> UInt32? {

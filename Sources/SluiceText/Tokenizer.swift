@@ -11,6 +11,8 @@ struct TokenSpan {
     /// Leet symbols right after the word that were not taken into it ("a$$"): tried only when the word alone
     /// matches nothing, so "shit!" stays "shit".
     var trailing: Int32 = 0
+    /// Longest run of one repeated character (1 when none repeat).
+    var longestRun: Int32 = 1
 
     var length: Int { Int(charEnd - charStart) }
 }
@@ -56,7 +58,7 @@ enum Tokenizer {
 
         func isWordPart(_ position: Int) -> Bool {
             let kind = units[position].kind
-            return kind == .letter || kind == .digit
+            return kind == .letter || kind == .digit || kind == .lookalike
         }
 
         func joinSingles(upTo end: Int) {
@@ -69,8 +71,14 @@ enum Tokenizer {
                     hash ^= UInt64(chars[position])
                     hash = hash &* 0x100_0000_01b3
                 }
+                var longest: Int32 = 1
+                var run: Int32 = 1
+                for position in (Int(first.charStart) + 1)..<Int(last.charEnd) {
+                    run = chars[position] == chars[position - 1] ? run + 1 : 1
+                    longest = max(longest, run)
+                }
                 spans[singlesStart] = TokenSpan(charStart: first.charStart, charEnd: last.charEnd, unitStart: first.unitStart,
-                                                unitEnd: last.unitEnd, hash: hash, trailing: 0)
+                                                unitEnd: last.unitEnd, hash: hash, trailing: 0, longestRun: longest)
                 // Move anything after the run down.
                 var from = end
                 var to = singlesStart + 1
@@ -89,7 +97,8 @@ enum Tokenizer {
 
         while index < count {
             let startKind = units[index].kind
-            let starts = startKind == .letter || startKind == .digit || (startKind == .symbol && index + 1 < count && isWordPart(index + 1))
+            let starts = startKind == .letter || startKind == .digit || startKind == .lookalike
+                || (startKind == .symbol && index + 1 < count && isWordPart(index + 1))
             guard starts else {
                 // A free-standing run of three or more leet symbols is a word too ("@$$").
                 if startKind == .symbol, index == 0 || units[index - 1].kind == .separator {
@@ -107,7 +116,8 @@ enum Tokenizer {
                             hash = hash &* 0x100_0000_01b3
                         }
                         spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
-                                                     unitStart: Int32(index), unitEnd: Int32(end), hash: hash)
+                                                     unitStart: Int32(index), unitEnd: Int32(end), hash: hash,
+                                                     longestRun: Int32(end - index))
                         spanCount += 1
                         singlesStart = -1
                         index = end
@@ -120,12 +130,25 @@ enum Tokenizer {
             let charStart = charCount
             var hasLetter = false
             var hasOther = false
+            var lookalikes = 0
+            var latinLetters = 0
+            var otherLetters = 0
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var longestRun: Int32 = 1
+            var run: Int32 = 1
+            var previous: UInt32 = 0xFFFF_FFFF
             var end = index
             while end < count {
                 let unit = units[end]
                 if unit.kind == .letter {
                     hasLetter = true
+                    if unit.char >= 0x61 && unit.char <= 0x7A { latinLetters += 1 } else { otherLetters += 1 }
+                } else if unit.kind == .lookalike {
+                    hasLetter = true
+                    lookalikes += 1
+                } else if unit.kind == .joiner {
+                    end += 1
+                    continue
                 } else if unit.kind == .symbol {
                     // A symbol continues the word only when a letter or digit comes right after it.
                     guard end + 1 < count, isWordPart(end + 1) else { break }
@@ -137,16 +160,40 @@ enum Tokenizer {
                 }
                 chars[charCount] = unit.char
                 charUnits[charCount] = Int32(end)
+                if unit.char == previous {
+                    run += 1
+                    if run > longestRun { longestRun = run }
+                } else {
+                    run = 1
+                    previous = unit.char
+                }
                 hash ^= UInt64(unit.char)
                 hash = hash &* 0x100_0000_01b3
                 charCount += 1
                 end += 1
             }
+            if lookalikes > 0, latinLetters > 0 || otherLetters == 0 {
+                // Mixed with Latin letters, or made only of look-alikes: an evasion, read as Latin.
+                for position in charStart..<charCount {
+                    if let twin = TextNormalizer.latinTwin(chars[position]), TextNormalizer.isCyrillicOrGreek(chars[position]) {
+                        chars[position] = twin
+                    }
+                }
+                hasOther = true // forces the rehash below
+            }
             if hasLetter && hasOther {
                 // Leetspeak inside a word with letters: read digits and symbols as letters, and rehash.
                 hash = 0xcbf2_9ce4_8422_2325
+                longestRun = 1
+                run = 1
                 for position in charStart..<charCount {
                     if let mapped = TextNormalizer.leet(chars[position]) { chars[position] = mapped }
+                    if position > charStart, chars[position] == chars[position - 1] {
+                        run += 1
+                        if run > longestRun { longestRun = run }
+                    } else {
+                        run = 1
+                    }
                     hash ^= UInt64(chars[position])
                     hash = hash &* 0x100_0000_01b3
                 }
@@ -157,7 +204,8 @@ enum Tokenizer {
                 if trailing < count, units[trailing].kind != .separator { trailing = end }
             }
             spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
-                                         unitStart: Int32(index), unitEnd: Int32(end), hash: hash, trailing: Int32(trailing - end))
+                                         unitStart: Int32(index), unitEnd: Int32(end), hash: hash, trailing: Int32(trailing - end),
+                                         longestRun: longestRun)
             spanCount += 1
             // Runs of one-letter words split by exactly one separator ("f u c k", "f.u.c.k").
             let isSingle = charCount - charStart == 1 && isLetterLike(chars[charStart])
