@@ -10,7 +10,7 @@ public protocol VisionProvider: Sendable {
 /// A provider call that did not produce a classification. Never carries credentials.
 public struct ProviderError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: String, Sendable, Equatable {
-        case http, timeout, connection, malformedResponse, imageError, responseTooLarge, cancelled
+        case http, timeout, connection, malformedResponse, imageError, responseTooLarge, cancelled, circuitOpen, notConfigured
     }
 
     public var kind: Kind
@@ -35,7 +35,7 @@ public struct ProviderError: Error, Sendable, Equatable, CustomStringConvertible
         switch kind {
         case .timeout, .connection: true
         case .http: status.map { $0 == 429 || $0 == 408 || (500...599).contains($0) } ?? false
-        case .malformedResponse, .imageError, .responseTooLarge, .cancelled: false
+        case .malformedResponse, .imageError, .responseTooLarge, .cancelled, .circuitOpen, .notConfigured: false
         }
     }
 
