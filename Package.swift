@@ -52,7 +52,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SluiceCLI", dependencies: [
-            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceText",
+            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceText", "SluiceImaging",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),

@@ -25,6 +25,8 @@ struct ItemJSON: Encodable {
     /// Text items: the filter verdict {allowed, reason, matches, censored}, and the message itself.
     var text: TextVerdict?
     var message: TextContent?
+    var priority: PriorityVerdict?
+    var caption: CaptionOutcome?
 
     struct Outputs: Encodable {
         var approved: String?
@@ -56,11 +58,13 @@ struct ItemJSON: Encodable {
         self.history = history
         text = item.textVerdict
         message = item.content
+        priority = item.priority
+        caption = item.caption
     }
 
     enum CodingKeys: String, CodingKey {
         case id, kind, userId, status, reason, provider, safeSearch, exif, outputs, original, format, width, height,
-             sourceBytes, attempts, timings, createdAt, updatedAt, history, text, message
+             sourceBytes, attempts, timings, createdAt, updatedAt, history, text, message, priority, caption
     }
 
     /// Nulls are written out, so every documented field is always present.
@@ -88,6 +92,9 @@ struct ItemJSON: Encodable {
         if kind == .text {
             try c.encode(text, forKey: .text)
             try c.encode(message, forKey: .message)
+            try c.encode(priority, forKey: .priority)
+        } else {
+            try c.encode(caption, forKey: .caption)
         }
     }
 

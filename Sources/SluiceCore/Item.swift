@@ -102,6 +102,10 @@ public struct Item: Sendable, Codable, Equatable {
     /// Text items: the message and the filter's verdict.
     public var content: TextContent?
     public var textVerdict: TextVerdict?
+    /// Text items: urgency.
+    public var priority: PriorityVerdict?
+    /// Approved images: the caption, or why there is none.
+    public var caption: CaptionOutcome?
 
     public init(id: String, kind: ItemKind, userId: String, status: ItemStatus, reason: String? = nil,
                 provider: String? = nil, safeSearch: SafeSearch? = nil, exif: ExifFindings? = nil,
@@ -109,7 +113,7 @@ public struct Item: Sendable, Codable, Equatable {
                 width: Int? = nil, height: Int? = nil, sourceBytes: Int? = nil, contentHash: String? = nil,
                 timings: StageTimings = StageTimings(), attempts: Int = 0,
                 createdAt: Date = Date(), updatedAt: Date = Date(), content: TextContent? = nil,
-                textVerdict: TextVerdict? = nil) {
+                textVerdict: TextVerdict? = nil, priority: PriorityVerdict? = nil, caption: CaptionOutcome? = nil) {
         self.id = id
         self.kind = kind
         self.userId = userId
@@ -131,6 +135,8 @@ public struct Item: Sendable, Codable, Equatable {
         self.updatedAt = updatedAt
         self.content = content
         self.textVerdict = textVerdict
+        self.priority = priority
+        self.caption = caption
     }
 }
 

@@ -50,6 +50,8 @@ extension PipelineConfig {
         try require((1...1024).contains(vision.maxInFlight), "vision.maxInFlight", "must be 1...1024")
         try require((64...2048).contains(vision.classifyMaxSide), "vision.classifyMaxSide", "must be 64...2048")
         try require((1024...(64 << 20)).contains(vision.maxResponseBytes), "vision.maxResponseBytes", "must be 1 KiB...64 MiB")
+        try require((1...1000).contains(vision.breakerFailures), "vision.breakerFailures", "must be 1...1000")
+        try require(vision.breakerOpenSeconds > 0 && vision.breakerOpenSeconds <= 3600, "vision.breakerOpenSeconds", "must be in 0 < t ≤ 3600")
         try require((1...(1 << 30)).contains(limits.maxBytes), "limits.maxBytes", "must be 1...1073741824")
         try require((1...1_000_000_000).contains(limits.maxPixels), "limits.maxPixels", "must be 1...1000000000")
         try require(LimitsConfig.failOnValues.contains(limits.failOn), "limits.failOn",
@@ -62,6 +64,18 @@ extension PipelineConfig {
         try require((0...256).contains(concurrency.cpu), "concurrency.cpu", "must be 0 (number of cores) ...256")
         try require((1...4096).contains(concurrency.items), "concurrency.items", "must be 1...4096")
         try require(daemon.rescanSeconds >= 1, "daemon.rescanSeconds", "must be ≥ 1")
+        try require(CaptionConfig.providers.contains(caption.provider), "caption.provider",
+                    "\"\(caption.provider)\" is not allowed; allowed: \(CaptionConfig.providers.joined(separator: ", "))")
+        let captionURL = URL(string: caption.effectiveBaseURL)
+        try require(captionURL?.scheme == "http" || captionURL?.scheme == "https", "caption.baseURL",
+                    "\"\(caption.effectiveBaseURL)\" is not an http(s) URL")
+        try require((1...8192).contains(caption.maxTokens), "caption.maxTokens", "must be 1...8192")
+        try require(caption.timeoutSeconds > 0 && caption.timeoutSeconds <= 600, "caption.timeoutSeconds", "must be in 0 < t ≤ 600")
+        try require((1...20).contains(caption.maxAttempts), "caption.maxAttempts", "must be 1...20")
+        try require((1...256).contains(caption.maxInFlight), "caption.maxInFlight", "must be 1...256")
+        try require(!caption.prompt.isEmpty, "caption.prompt", "must not be empty")
+        try require(PriorityConfig.engines.contains(priority.engine), "priority.engine",
+                    "\"\(priority.engine)\" is not allowed; allowed: \(PriorityConfig.engines.joined(separator: ", "))")
         for (severity, action) in text.actions.sorted(by: { $0.key < $1.key }) {
             try require(TextConfig.actions.contains(action), "text.actions.\(severity)",
                         "\"\(action)\" is not allowed; allowed: \(TextConfig.actions.joined(separator: ", "))")
@@ -133,6 +147,8 @@ private struct ConfigFile: Decodable {
     var concurrency: ConcurrencyConfig
     var daemon: DaemonConfig
     var text: TextSection?
+    var caption: CaptionConfig
+    var priority: PriorityConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -144,7 +160,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority
     }
 
     struct TextSection: Decodable {
@@ -187,6 +203,8 @@ private struct ConfigFile: Decodable {
         concurrency = try c.value(.concurrency, default: ConcurrencyConfig())
         daemon = try c.value(.daemon, default: DaemonConfig())
         text = try c.decodeIfPresent(TextSection.self, forKey: .text)
+        caption = try c.value(.caption, default: CaptionConfig())
+        priority = try c.value(.priority, default: PriorityConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -206,16 +224,19 @@ private struct ConfigFile: Decodable {
             if let actions = text.actions { textConfig.actions.merge(actions) { $1 } }
             if let maxLength = text.maxLength { textConfig.maxLength = maxLength }
         }
-        return PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
-                              policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,
-                              text: textConfig)
+        var config = PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
+                                    policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,
+                                    text: textConfig)
+        config.caption = caption
+        config.priority = priority
+        return config
     }
 }
 
 extension VisionConfig: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case provider, endpoint, apiKeyEnv, bearerTokenEnv, timeoutSeconds, maxAttempts, initialBackoffSeconds,
-             maxBackoffSeconds, maxInFlight, classifyMaxSide, maxResponseBytes
+             maxBackoffSeconds, maxInFlight, classifyMaxSide, maxResponseBytes, breakerFailures, breakerOpenSeconds, model
     }
 
     public init(from decoder: any Decoder) throws {
@@ -233,6 +254,9 @@ extension VisionConfig: Decodable {
         v.maxInFlight = try c.value(.maxInFlight, default: v.maxInFlight)
         v.classifyMaxSide = try c.value(.classifyMaxSide, default: v.classifyMaxSide)
         v.maxResponseBytes = try c.value(.maxResponseBytes, default: v.maxResponseBytes)
+        v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
+        v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
+        v.model = try c.value(.model, default: v.model)
         self = v
     }
 }
@@ -296,6 +320,51 @@ extension DaemonConfig: Decodable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         var v = DaemonConfig()
         v.rescanSeconds = try c.value(.rescanSeconds, default: v.rescanSeconds)
+        self = v
+    }
+}
+
+extension CaptionConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case provider, baseURL, model, apiKeyEnv, prompt, maxTokens, timeoutSeconds, maxAttempts, initialBackoffSeconds,
+             maxBackoffSeconds, maxInFlight, maxResponseBytes, breakerFailures, breakerOpenSeconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = CaptionConfig()
+        v.provider = try c.value(.provider, default: v.provider)
+        v.baseURL = try c.decodeIfPresent(String.self, forKey: .baseURL)
+        v.model = try c.decodeIfPresent(String.self, forKey: .model)
+        v.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .apiKeyEnv)
+        v.prompt = try c.value(.prompt, default: v.prompt)
+        v.maxTokens = try c.value(.maxTokens, default: v.maxTokens)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
+        v.initialBackoffSeconds = try c.value(.initialBackoffSeconds, default: v.initialBackoffSeconds)
+        v.maxBackoffSeconds = try c.value(.maxBackoffSeconds, default: v.maxBackoffSeconds)
+        v.maxInFlight = try c.value(.maxInFlight, default: v.maxInFlight)
+        v.maxResponseBytes = try c.value(.maxResponseBytes, default: v.maxResponseBytes)
+        v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
+        v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
+        self = v
+    }
+}
+
+extension PriorityConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case engine, language, baseURL, model, apiKeyEnv, timeoutSeconds }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = PriorityConfig()
+        v.engine = try c.value(.engine, default: v.engine)
+        v.language = try c.value(.language, default: v.language)
+        v.baseURL = try c.value(.baseURL, default: v.baseURL)
+        v.model = try c.value(.model, default: v.model)
+        v.apiKeyEnv = try c.value(.apiKeyEnv, default: v.apiKeyEnv)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
         self = v
     }
 }

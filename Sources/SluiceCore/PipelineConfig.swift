@@ -12,6 +12,8 @@ public struct PipelineConfig: Sendable, Equatable {
     public var concurrency: ConcurrencyConfig
     public var daemon: DaemonConfig
     public var text: TextConfig
+    public var caption: CaptionConfig = CaptionConfig()
+    public var priority: PriorityConfig = PriorityConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -35,7 +37,9 @@ public struct StoreConfig: Sendable, Equatable {
 }
 
 public struct VisionConfig: Sendable, Equatable {
-    public static let providers = ["google-vision"]
+    /// `google-vision`: the images:annotate wire format (Google, the local provider); `openai-moderation`:
+    /// OpenAI's `omni-moderation-latest` at `{endpoint}/moderations`.
+    public static let providers = ["google-vision", "openai-moderation"]
     public var provider: String = "google-vision"
     /// Base URL; `/images:annotate` is appended.
     public var endpoint: String = "http://127.0.0.1:8089/v1"
@@ -51,6 +55,11 @@ public struct VisionConfig: Sendable, Equatable {
     /// Longest side of the JPEG sent for classification.
     public var classifyMaxSide: Int = 640
     public var maxResponseBytes: Int = 1 << 20
+    /// Consecutive failures that open the circuit, and how long it stays open before a probe.
+    public var breakerFailures: Int = 5
+    public var breakerOpenSeconds: Double = 30
+    /// Model for `openai-moderation`.
+    public var model: String = "omni-moderation-latest"
     public init() {}
 }
 
@@ -170,4 +179,70 @@ public struct TextConfig: Sendable, Equatable {
     public var maxLength: Int = 10_000
 
     public init(wordlistsDirectory: URL) { self.wordlistsDirectory = wordlistsDirectory.standardizedFileURL }
+}
+
+/// Caption generation through a swappable LLM provider.
+public struct CaptionConfig: Sendable, Equatable {
+    public static let providers = ["openai-compatible", "anthropic", "gemini", "none"]
+    public var provider: String = "none"
+    /// Each provider's SDK convention: OpenAI-compatible includes the version (`https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1`); Anthropic is `https://api.anthropic.com`; Gemini is
+    /// `https://generativelanguage.googleapis.com`.
+    public var baseURL: String?
+    public var model: String?
+    public var apiKeyEnv: String?
+    public var prompt: String = "Write one short, factual sentence describing this image for alt text. No preamble."
+    public var maxTokens: Int = 120
+    public var timeoutSeconds: Double = 60
+    public var maxAttempts: Int = 3
+    public var initialBackoffSeconds: Double = 1
+    public var maxBackoffSeconds: Double = 30
+    public var maxInFlight: Int = 4
+    public var maxResponseBytes: Int = 1 << 20
+    public var breakerFailures: Int = 5
+    public var breakerOpenSeconds: Double = 60
+
+    public init() {}
+
+    /// The base URL when none is configured.
+    public var effectiveBaseURL: String {
+        if let baseURL { return baseURL }
+        switch provider {
+        case "anthropic": return "https://api.anthropic.com"
+        case "gemini": return "https://generativelanguage.googleapis.com"
+        default: return "https://api.openai.com/v1"
+        }
+    }
+
+    public var effectiveModel: String {
+        if let model { return model }
+        switch provider {
+        case "anthropic": return "claude-3-5-haiku-latest"
+        case "gemini": return "gemini-2.0-flash"
+        default: return "gpt-4o-mini"
+        }
+    }
+
+    public var effectiveAPIKeyEnv: String {
+        if let apiKeyEnv { return apiKeyEnv }
+        switch provider {
+        case "anthropic": return "ANTHROPIC_API_KEY"
+        case "gemini": return "GEMINI_API_KEY"
+        default: return "OPENAI_API_KEY"
+        }
+    }
+}
+
+/// Message priority (urgency) detection.
+public struct PriorityConfig: Sendable, Equatable {
+    public static let engines = ["rules", "llm"]
+    /// `rules` (offline, deterministic) or `llm` (OpenAI-compatible chat completions, rules on any failure).
+    public var engine: String = "rules"
+    /// Indicator list in Wordlists/ (`priority-{language}.tsv`).
+    public var language: String = "en"
+    public var baseURL: String = "https://api.openai.com/v1"
+    public var model: String = "gpt-4o-mini"
+    public var apiKeyEnv: String = "OPENAI_API_KEY"
+    public var timeoutSeconds: Double = 20
+    public init() {}
 }

@@ -24,21 +24,44 @@ public struct ImageDaemon: Sendable {
         let provider = provider ?? Self.visionProvider(config: config.vision, environment: environment, logger: logger)
         let pool = CPUPool(threads: config.concurrency.effectiveCPU)
         let pipeline = ImagePipeline(config: config, processor: processor, provider: provider, pool: pool)
-        let items = ImageItemProcessor(config: config, store: store, pipeline: pipeline, providerName: provider.name, logger: logger)
+        let items = ImageItemProcessor(config: config, store: store, pipeline: pipeline, providerName: provider.name,
+                                       captionProvider: Self.captionProvider(config: config.caption, environment: environment, logger: logger),
+                                       logger: logger)
         let filter: ProfanityFilter
         do {
             filter = try ProfanityFilter.load(config.text)
         } catch {
             throw DaemonStartError(message: "cannot load wordlists: \(error)")
         }
-        let textQueue = TextQueueProcessor(root: DataRoot(config.dataRoot), store: store, filter: filter, logger: logger)
+        let priority: any PriorityEngine
+        do {
+            priority = try Self.priorityEngine(config: config, environment: environment, logger: logger)
+        } catch {
+            throw DaemonStartError(message: "cannot load priority indicators: \(error)")
+        }
+        let textQueue = TextQueueProcessor(root: DataRoot(config.dataRoot), store: store, filter: filter, priority: priority, logger: logger)
         let service = DropFolderService(config: config, processor: items, textQueue: textQueue, mode: mode, logger: logger)
         return ImageDaemon(service: service, store: store, pool: pool, provider: provider)
     }
 
+    /// The configured priority engine (rules, or the LLM engine falling back to rules).
+    public static func priorityEngine(config: PipelineConfig, environment: [String: String], logger: Logger) throws(WordlistError) -> any PriorityEngine {
+        let rules = RulesPriorityEngine(scorer: try PriorityScorer.load(directory: config.text.wordlistsDirectory, language: config.priority.language))
+        guard config.priority.engine == "llm" else { return rules }
+        return LLMPriorityEngine(config: config.priority, environment: environment, fallback: rules, logger: logger)
+    }
+
     public static func visionProvider(config: VisionConfig, environment: [String: String], logger: Logger) -> any VisionProvider {
-        // `vision.provider` is validated at load; google-vision is the wire format every endpoint speaks.
-        GoogleVisionProvider(config: config, environment: environment, logger: logger)
+        switch config.provider {
+        case "openai-moderation": OpenAIModerationProvider(config: config, environment: environment, logger: logger)
+        default: GoogleVisionProvider(config: config, environment: environment, logger: logger)
+        }
+    }
+
+    /// The configured caption adapter, or why captioning is off.
+    public static func captionProvider(config: CaptionConfig, environment: [String: String],
+                                       logger: Logger) -> Result<any CaptionProvider, CaptionUnavailableReason> {
+        CaptionProviders.make(config, environment: environment, logger: logger).mapError { CaptionUnavailableReason(reason: $0.reason) }
     }
 
     /// Runs until done (`once`) or until graceful shutdown, then releases the worker pool.

@@ -37,7 +37,7 @@ public struct DropFolderService: Service {
         case .once:
             let summary = await process(scanner.scan())
             logger.notice("processed pending uploads", metadata: ["items": "\(summary)"])
-            textQueue?.processAll()
+            await textQueue?.processAll()
         case .watch:
             let watcher = DropFolderWatcher(pending: root.pending, extraFolders: textQueue.map { [$0.queue] } ?? [], logger: logger)
             let signals = Self.merge(watcher.changes(), every: config.daemon.rescanSeconds)
@@ -76,7 +76,7 @@ public struct DropFolderService: Service {
                 if let textQueue = textQueue, !textQueue.pendingFiles().isEmpty, active.insert(textQueue.queue.path) {
                     // Text is cheap: one pass over the ready files at a time, beside the image uploads.
                     group.addTask {
-                        textQueue.processAll()
+                        await textQueue.processAll()
                         active.remove(textQueue.queue.path)
                     }
                     running += 1

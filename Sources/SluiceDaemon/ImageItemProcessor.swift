@@ -12,14 +12,17 @@ public struct ImageItemProcessor: Sendable {
     let pipeline: ImagePipeline
     let limits: LimitsConfig
     let providerName: String
+    let caption: CaptionStage
     let logger: Logger
 
-    public init(config: PipelineConfig, store: StatusStore, pipeline: ImagePipeline, providerName: String, logger: Logger) {
+    public init(config: PipelineConfig, store: StatusStore, pipeline: ImagePipeline, providerName: String,
+                captionProvider: Result<any CaptionProvider, CaptionUnavailableReason>, logger: Logger) {
         root = DataRoot(config.dataRoot)
         self.store = store
         self.pipeline = pipeline
         limits = config.limits
         self.providerName = providerName
+        caption = CaptionStage(provider: captionProvider)
         self.logger = logger
     }
 
@@ -87,6 +90,9 @@ public struct ImageItemProcessor: Sendable {
                 stage = "write"
                 item.status = .review
                 item.reason = verdict.reason
+            }
+            if verdict == .approved, case let .proceed(outcome) = await caption.run(image.classifyJPEG) {
+                item.caption = outcome
             }
         }
         if verdict != .approved {

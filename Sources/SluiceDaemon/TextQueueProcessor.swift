@@ -16,12 +16,14 @@ public struct TextQueueProcessor: Sendable {
     let root: DataRoot
     let store: StatusStore
     let filter: ProfanityFilter
+    let priority: any PriorityEngine
     let logger: Logger
 
-    public init(root: DataRoot, store: StatusStore, filter: ProfanityFilter, logger: Logger) {
+    public init(root: DataRoot, store: StatusStore, filter: ProfanityFilter, priority: any PriorityEngine, logger: Logger) {
         self.root = root
         self.store = store
         self.filter = filter
+        self.priority = priority
         self.logger = logger
     }
 
@@ -45,11 +47,11 @@ public struct TextQueueProcessor: Sendable {
 
     /// Processes every ready file; returns per-file summaries.
     @discardableResult
-    public func processAll() -> [String: FileSummary] {
+    public func processAll() async -> [String: FileSummary] {
         var summaries: [String: FileSummary] = [:]
         for file in pendingFiles() {
             do {
-                summaries[file.lastPathComponent] = try process(file)
+                summaries[file.lastPathComponent] = try await process(file)
             } catch {
                 logger.error("text queue file not finished, will retry", metadata: ["file": "\(file.lastPathComponent)", "error": "\(error)"])
             }
@@ -58,7 +60,7 @@ public struct TextQueueProcessor: Sendable {
     }
 
     /// One file: judge each line, record in batches, then move the file to done/.
-    public func process(_ file: URL) throws -> FileSummary {
+    public func process(_ file: URL) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         var summary = FileSummary()
@@ -92,7 +94,10 @@ public struct TextQueueProcessor: Sendable {
             if line.last == 0x0D { line = line.dropLast() }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             summary.lines += 1
-            let item = judge(line, source: "queues/text/\(name):\(lineNumber)", fallbackID: "\(name):\(lineNumber)")
+            var item = judge(line, source: "queues/text/\(name):\(lineNumber)", fallbackID: "\(name):\(lineNumber)")
+            if item.status != .rejected, let content = item.content {
+                item.priority = await priority.score(content.text, context: content.context)
+            }
             if item.status == .rejected { summary.rejected += 1 }
             batch.append((item, item.contentHash ?? ""))
             if batch.count >= Self.batchSize { try flush() }

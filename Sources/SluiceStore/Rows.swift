@@ -44,6 +44,10 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var textSource: String?
     /// The filter verdict as JSON.
     var textVerdict: String?
+    /// Priority verdict and caption outcome as JSON; the caption text also on its own for search.
+    var priority: String?
+    var caption: String?
+    var captionText: String?
 
     init(_ item: Item) {
         id = item.id
@@ -82,7 +86,18 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         textContext = item.content?.context
         textKind = item.content?.kind
         textSource = item.content?.source
-        textVerdict = item.textVerdict.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
+        textVerdict = item.textVerdict.flatMap(Self.json)
+        priority = item.priority.flatMap(Self.json)
+        caption = item.caption.flatMap(Self.json)
+        captionText = item.caption?.caption?.caption
+    }
+
+    private static func json<T: Encodable>(_ value: T) -> String? {
+        (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
+        text.flatMap { try? JSONDecoder().decode(type, from: Data($0.utf8)) }
     }
 
     var item: Item {
@@ -100,7 +115,8 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     timings: StageTimings(decodeMs: decodeMs, classifyMs: classifyMs, writeMs: writeMs, totalMs: totalMs),
                     attempts: attempts, createdAt: createdAt, updatedAt: updatedAt,
                     content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource) },
-                    textVerdict: textVerdict.flatMap { try? JSONDecoder().decode(TextVerdict.self, from: Data($0.utf8)) })
+                    textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
+                    caption: Self.decode(CaptionOutcome.self, caption))
     }
 }
 

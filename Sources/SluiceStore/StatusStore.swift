@@ -94,6 +94,13 @@ public struct StatusStore: Sendable {
                 t.add(column: "textVerdict", .text)
             }
         }
+        migrator.registerMigration("v3-priority-and-caption") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "priority", .text)
+                t.add(column: "caption", .text)
+                t.add(column: "captionText", .text)
+            }
+        }
         return migrator
     }
 

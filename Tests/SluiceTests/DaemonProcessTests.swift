@@ -40,10 +40,10 @@ import Testing
             }
         }
         kill(daemon.processIdentifier, SIGKILL)
-        daemon.waitUntilExit()
+        await waitForExit(daemon)
         #expect(verdicts >= 4 && verdicts < ids.count, "killed after \(verdicts) of \(ids.count)")
 
-        let rerun = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
 
         let store = try StatusStore(path: storePath)
@@ -90,7 +90,7 @@ import Testing
             inFlight = server.received.count >= 2
         }
         kill(daemon.processIdentifier, SIGTERM)
-        daemon.waitUntilExit()
+        await waitForExit(daemon)
         #expect(daemon.terminationReason == .exit)
         #expect(daemon.terminationStatus == 0)
         #expect(inFlight)
@@ -105,9 +105,9 @@ import Testing
         try root.drop(Data("nope".utf8), user: "alice", name: "bad.jpg")
         let config = try root.writeConfigFile(endpoint: server.endpoint)
         let binary = TestEnvironment.sluiceBinary
-        #expect(try shell(binary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
+        #expect(try await shell(binary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
 
-        let status = try shell(binary, ["status", "alice/rocket", "--json", "--config", config.path])
+        let status = try await shell(binary, ["status", "alice/rocket", "--json", "--config", config.path])
         #expect(status.status == 0, "\(status.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         for key in ["id", "kind", "userId", "status", "reason", "safeSearch", "exif", "outputs", "createdAt", "updatedAt"] {
@@ -124,28 +124,28 @@ import Testing
         #expect((object["outputs"] as? [String: Any])?["thumbnail"] as? String == "thumbnails/alice/rocket.jpg")
         #expect((object["createdAt"] as? String)?.hasSuffix("Z") == true)
 
-        let list = try shell(binary, ["list", "--status", "rejected", "--json", "--config", config.path])
+        let list = try await shell(binary, ["list", "--status", "rejected", "--json", "--config", config.path])
         let array = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(array.count == 1)
         #expect(array.first?["id"] as? String == "alice/bad")
         #expect((array.first?["reason"] as? String)?.contains("not an image") == true)
 
-        let table = try shell(binary, ["list", "--config", config.path])
+        let table = try await shell(binary, ["list", "--config", config.path])
         #expect(table.stdout.contains("alice/rocket") && table.stdout.contains("approved") && table.stdout.contains("STATUS"))
 
-        let missing = try shell(binary, ["status", "alice/none", "--config", config.path])
+        let missing = try await shell(binary, ["status", "alice/none", "--config", config.path])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("no item with id \"alice/none\""))
     }
 
-    @Test func badConfigStopsStartupNamingTheKey() throws {
+    @Test func badConfigStopsStartupNamingTheKey() async throws {
         let root = try TemporaryDataRoot()
         let config = root.url.appendingPathComponent("pipeline.json")
         try Data(#"{"dataRoot": ".", "vision": {"endpiont": "http://x"}}"#.utf8).write(to: config)
-        let result = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path])
+        let result = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path])
         #expect(result.status != 0)
         #expect(result.stderr.contains("unknown config key \"vision.endpiont\""), "\(result.stderr)")
-        let missing = try shell(TestEnvironment.sluiceBinary, ["list", "--config", root.url.appendingPathComponent("nope.json").path])
+        let missing = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", root.url.appendingPathComponent("nope.json").path])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("cannot read config file"))
     }

@@ -21,9 +21,31 @@ let cleanResult = SafeSearch(adult: .veryUnlikely, spoof: .veryUnlikely, medical
 
 func read(_ url: URL) throws -> Data { try Data(contentsOf: url) }
 
-/// Runs a command, waits, returns exit status and output.
+/// Runs a command and waits for it on a plain thread, so the cooperative pool (which serves the in-process
+/// fake providers) is never blocked by a child process.
 @discardableResult
-func shell(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+func shell(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+    try await offPool { try shellBlocking(executable, arguments, environment: environment) }
+}
+
+/// Waits for a process to exit without blocking a cooperative thread.
+func waitForExit(_ process: Process) async {
+    await offPool { process.waitUntilExit() }
+}
+
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
+private func shellBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]?) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments

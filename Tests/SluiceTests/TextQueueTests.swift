@@ -109,8 +109,8 @@ import Testing
             if recorded >= 1000 { break }
         }
         kill(daemon.processIdentifier, SIGKILL)
-        daemon.waitUntilExit()
-        let rerun = try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        await waitForExit(daemon)
+        let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         let store = try StatusStore(path: storePath)
         let items = try store.items(kind: .text)
@@ -128,8 +128,8 @@ import Testing
         defer { server.stop() }
         try writeQueue(root, "s.jsonl", [#"{"id": "s1", "userId": "u", "text": "total sh1t"}"#])
         let config = try root.writeConfigFile(endpoint: server.endpoint)
-        #expect(try shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
-        let status = try shell(TestEnvironment.sluiceBinary, ["status", "s1", "--json", "--config", config.path])
+        #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
+        let status = try await shell(TestEnvironment.sluiceBinary, ["status", "s1", "--json", "--config", config.path])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(object["kind"] as? String == "text")
         #expect(object["status"] as? String == "blocked")
@@ -142,10 +142,10 @@ import Testing
         #expect(match["severity"] as? String == "strong")
     }
 
-    @Test func checkTextCLI() throws {
+    @Test func checkTextCLI() async throws {
         let root = try TemporaryDataRoot()
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
-        let single = try shell(TestEnvironment.sluiceBinary, ["check-text", "nice cocktail, f u c k", "--json", "--config", config.path])
+        let single = try await shell(TestEnvironment.sluiceBinary, ["check-text", "nice cocktail, f u c k", "--json", "--config", config.path])
         #expect(single.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(single.stdout.utf8)) as? [String: Any])
         #expect(object["allowed"] as? Bool == false)
@@ -154,7 +154,7 @@ import Testing
         bytes.append(contentsOf: [0x62, 0xFF, 0x0A])
         bytes.append(Data("\nScunthorpe\n".utf8))
         try bytes.write(to: file)
-        let many = try shell(TestEnvironment.sluiceBinary, ["check-text", "--file", file.path, "--json", "--config", config.path])
+        let many = try await shell(TestEnvironment.sluiceBinary, ["check-text", "--file", file.path, "--json", "--config", config.path])
         #expect(many.status == 0)
         let lines = many.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 5)
@@ -164,9 +164,9 @@ import Testing
         #expect(parsed[2]["error"] as? String == "text is not valid UTF-8" && parsed[2]["line"] as? Int == 3)
         #expect(parsed[3]["error"] as? String == "text is empty")
         #expect(parsed[4]["allowed"] as? Bool == true)
-        let usage = try shell(TestEnvironment.sluiceBinary, ["check-text", "--config", config.path])
+        let usage = try await shell(TestEnvironment.sluiceBinary, ["check-text", "--config", config.path])
         #expect(usage.status != 0)
-        let missing = try shell(TestEnvironment.sluiceBinary, ["check-text", "--file", "/nonexistent", "--config", config.path])
+        let missing = try await shell(TestEnvironment.sluiceBinary, ["check-text", "--file", "/nonexistent", "--config", config.path])
         #expect(missing.status != 0 && missing.stderr.contains("cannot read /nonexistent"))
     }
 }

@@ -1,0 +1,96 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import SluiceCore
+
+/// Google Gemini `{baseURL}/v1beta/models/{model}:generateContent` with `x-goog-api-key`.
+public struct GeminiCaptionProvider: CaptionProvider {
+    public let name = "gemini"
+    public let model: String
+    let url: String
+    let apiKey: String?
+    let prompt: String
+    let maxTokens: Int
+    let http: ProviderHTTP
+    public let caller: ResilientCaller
+
+    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+        model = config.effectiveModel
+        let escapedModel = model.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? model
+        url = OpenAICompatibleCaptionProvider.join(config.effectiveBaseURL, "/v1beta/models/\(escapedModel):generateContent")
+        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
+        prompt = config.prompt
+        maxTokens = config.maxTokens
+        http = ProviderHTTP(name: "caption provider (gemini)", client: client, timeoutSeconds: config.timeoutSeconds,
+                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
+        caller = ResilientCaller(provider: name, retry: config.retryPolicy, breaker: config.breakerPolicy,
+                                 maxInFlight: config.maxInFlight, logger: logger)
+    }
+
+    struct Request: Encodable {
+        struct Content: Encodable { var parts: [Part] }
+
+        struct Part: Encodable {
+            var text: String?
+            var inline_data: InlineData?
+        }
+
+        struct InlineData: Encodable {
+            var mime_type: String
+            var data: String
+        }
+
+        struct GenerationConfig: Encodable { var maxOutputTokens: Int }
+
+        var contents: [Content]
+        var generationConfig: GenerationConfig
+    }
+
+    struct Response: Decodable {
+        struct Candidate: Decodable {
+            struct Content: Decodable {
+                struct Part: Decodable { var text: String? }
+                var parts: [Part]?
+            }
+
+            var content: Content?
+            var finishReason: String?
+        }
+
+        struct Usage: Decodable {
+            var promptTokenCount: Int?
+            var candidatesTokenCount: Int?
+            var totalTokenCount: Int?
+        }
+
+        var candidates: [Candidate]?
+        var usageMetadata: Usage?
+    }
+
+    public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
+        let request = Request(contents: [.init(parts: [
+            .init(text: prompt),
+            .init(inline_data: .init(mime_type: mimeType, data: image.base64EncodedString())),
+        ])], generationConfig: .init(maxOutputTokens: maxTokens))
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        let headers = apiKey.map { [("x-goog-api-key", $0)] } ?? []
+        let started = Date()
+        let (http, url, model, name) = (http, url, model, name)
+        return try await caller.call { () async throws(ProviderError) -> Caption in
+            let data = try await http.postJSON(url, headers: headers, body: body)
+            let response = try http.decode(Response.self, from: data)
+            let candidate = response.candidates?.first
+            let text = (candidate?.content?.parts ?? []).compactMap(\.text).joined(separator: " ")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else {
+                throw ProviderError(kind: .malformedResponse,
+                                    message: "\(http.name) answer has no text\(candidate?.finishReason.map { " (finishReason \($0))" } ?? "")")
+            }
+            let usage = response.usageMetadata
+            return Caption(caption: text, provider: name, model: model,
+                           usage: CaptionUsage(inputTokens: usage?.promptTokenCount, outputTokens: usage?.candidatesTokenCount,
+                                               totalTokens: usage?.totalTokenCount),
+                           processingTimeMs: Date().timeIntervalSince(started) * 1000)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import SluiceCore
+
+/// OpenAI-compatible chat completions with the image as a base64 data URL: OpenAI, Ollama, vLLM,
+/// llama.cpp server, LM Studio — chosen by `caption.baseURL` (which includes the version; `/chat/completions`
+/// is appended).
+public struct OpenAICompatibleCaptionProvider: CaptionProvider {
+    public let name = "openai-compatible"
+    public let model: String
+    let url: String
+    let apiKey: String?
+    let prompt: String
+    let maxTokens: Int
+    let http: ProviderHTTP
+    public let caller: ResilientCaller
+
+    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+        model = config.effectiveModel
+        url = Self.join(config.effectiveBaseURL, "/chat/completions")
+        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
+        prompt = config.prompt
+        maxTokens = config.maxTokens
+        http = ProviderHTTP(name: "caption provider (openai-compatible)", client: client, timeoutSeconds: config.timeoutSeconds,
+                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
+        caller = ResilientCaller(provider: name, retry: config.retryPolicy, breaker: config.breakerPolicy,
+                                 maxInFlight: config.maxInFlight, logger: logger)
+    }
+
+    struct Request: Encodable {
+        struct Message: Encodable {
+            var role: String
+            var content: [Part]
+        }
+
+        struct Part: Encodable {
+            var type: String
+            var text: String?
+            var image_url: ImageURL?
+        }
+
+        struct ImageURL: Encodable { var url: String }
+
+        var model: String
+        var max_tokens: Int
+        var messages: [Message]
+    }
+
+    struct Response: Decodable {
+        struct Choice: Decodable {
+            struct Message: Decodable { var content: String? }
+            var message: Message
+        }
+
+        struct Usage: Decodable {
+            var prompt_tokens: Int?
+            var completion_tokens: Int?
+            var total_tokens: Int?
+        }
+
+        var choices: [Choice]
+        var usage: Usage?
+    }
+
+    public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
+        let request = Request(model: model, max_tokens: maxTokens, messages: [
+            .init(role: "user", content: [
+                .init(type: "text", text: prompt),
+                .init(type: "image_url", image_url: .init(url: "data:\(mimeType);base64,\(image.base64EncodedString())")),
+            ]),
+        ])
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        let headers = apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
+        let started = Date()
+        let (http, url, model, name) = (http, url, model, name)
+        return try await caller.call { () async throws(ProviderError) -> Caption in
+            let data = try await http.postJSON(url, headers: headers, body: body)
+            let response = try http.decode(Response.self, from: data)
+            guard let text = response.choices.first?.message.content?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else {
+                throw ProviderError(kind: .malformedResponse, message: "\(http.name) answer has no caption text")
+            }
+            return Caption(caption: text, provider: name, model: model,
+                           usage: CaptionUsage(inputTokens: response.usage?.prompt_tokens, outputTokens: response.usage?.completion_tokens,
+                                               totalTokens: response.usage?.total_tokens),
+                           processingTimeMs: Date().timeIntervalSince(started) * 1000)
+        }
+    }
+
+    static func join(_ base: String, _ path: String) -> String {
+        var base = base
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + path
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import SluiceCore
+
+/// Offline, deterministic urgency scoring explained by its indicators: phrases from
+/// `Wordlists/priority-{language}.tsv` (urgent words, emergencies, deadlines, escalation, calming phrases),
+/// plus times and deadlines ("by 5pm", "in 10 minutes"), repeated exclamation marks, shouting in capitals and
+/// direct questions. Indicators right after a negation ("not an emergency") do not count.
+public struct PriorityScorer: Sendable {
+    public struct Indicator: Sendable, Equatable {
+        public var phrase: [String]
+        public var weight: Int
+        public var kind: String
+    }
+
+    private let indicators: [String: [Indicator]]
+    static let negators: Set<String> = ["not", "no", "isn", "isnt", "don", "dont", "never", "without", "nothing", "aren", "arent",
+                                        "wasn", "wasnt", "nobody", "hardly"]
+    static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "eod", "cob", "monday", "tuesday",
+                                         "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime"]
+    static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
+                                     "h", "m"]
+    static let questionWords: Set<String> = ["can", "could", "will", "would", "are", "is", "do", "does", "did", "when", "where", "what",
+                                             "why", "how", "who", "have", "has", "should", "any"]
+
+    public init(indicators: [Indicator]) {
+        var byFirst: [String: [Indicator]] = [:]
+        for indicator in indicators { if let first = indicator.phrase.first { byFirst[first, default: []].append(indicator) } }
+        self.indicators = byFirst
+    }
+
+    /// Loads `priority-{language}.tsv` from the wordlists folder.
+    public static func load(directory: URL, language: String) throws(WordlistError) -> PriorityScorer {
+        let file = directory.appendingPathComponent("priority-\(language).tsv")
+        let text: String
+        do { text = try String(contentsOf: file, encoding: .utf8) } catch {
+            throw WordlistError(source: file.path, line: nil, message: "cannot read: \((error as NSError).localizedDescription)")
+        }
+        var indicators: [Indicator] = []
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let columns = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard columns.count == 3, let weight = Int(columns[1]),
+                  ["urgent", "emergency", "deadline", "escalation", "negative"].contains(columns[2]) else {
+                throw WordlistError(source: file.path, line: index + 1,
+                                    message: "expected phrase<TAB>weight (integer)<TAB>kind (urgent, emergency, deadline, escalation, negative)")
+            }
+            let phrase = TextNormalizer.normalizeTerm(columns[0]).split(separator: " ").map(String.init)
+            guard !phrase.isEmpty else { throw WordlistError(source: file.path, line: index + 1, message: "empty phrase") }
+            indicators.append(Indicator(phrase: phrase, weight: weight, kind: columns[2]))
+        }
+        return PriorityScorer(indicators: indicators)
+    }
+
+    public func score(_ text: String) -> PriorityVerdict {
+        let words = Self.words(text)
+        var score = 0
+        var found: [(weight: Int, label: String)] = []
+        var negatedNotes: [String] = []
+        var index = 0
+        while index < words.count {
+            var matched = 0
+            for indicator in indicators[words[index]] ?? [] where indicator.phrase.count > matched {
+                guard index + indicator.phrase.count <= words.count,
+                      Array(words[index..<(index + indicator.phrase.count)]) == indicator.phrase else { continue }
+                let phraseText = indicator.phrase.joined(separator: " ")
+                let negated = indicator.kind != "negative"
+                    && words[max(0, index - 3)..<index].contains(where: Self.negators.contains)
+                if negated {
+                    negatedNotes.append("negated: \(phraseText)")
+                } else {
+                    found.append((indicator.weight, "\(indicator.kind): \(phraseText)"))
+                }
+                matched = indicator.phrase.count
+            }
+            // Deadlines and times: "by 5pm", "before noon", "in 10 minutes", "within 2 hours".
+            if ["by", "before", "until", "till"].contains(words[index]), index + 1 < words.count,
+               Self.isClockTime(words[index + 1]) || Self.timeWords.contains(words[index + 1]) {
+                let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
+                found.append((25, "deadline: \(label)"))
+                matched = max(matched, 2)
+            } else if ["in", "within"].contains(words[index]), index + 2 < words.count, Self.isNumber(words[index + 1]),
+                      Self.units.contains(words[index + 2]) {
+                let amount = Int(words[index + 1]) ?? 99
+                let minutes = words[index + 2].hasPrefix("h") ? amount * 60 : words[index + 2].hasPrefix("s") ? 0 : amount
+                found.append((minutes <= 60 ? 25 : 15, "deadline: \(words[index...(index + 2)].joined(separator: " "))"))
+                matched = max(matched, 3)
+            }
+            index += max(1, matched)
+        }
+        for (weight, _) in found { score += weight }
+
+        let exclamations = Self.longestRun(of: "!", in: text)
+        if exclamations >= 2 {
+            let weight = exclamations >= 3 ? 15 : 10
+            score += weight
+            found.append((weight, "exclamations: \(String(repeating: "!", count: min(exclamations, 5)))"))
+        }
+        let letters = text.unicodeScalars.filter { $0.properties.isAlphabetic && $0.isASCII }
+        let capitals = letters.filter { $0.properties.isUppercase }.count
+        if letters.count >= 8, Double(capitals) / Double(letters.count) >= 0.7 {
+            score += 20
+            found.append((20, "shouting in capitals"))
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasSuffix("?") || (text.contains("?") && words.first.map(Self.questionWords.contains) == true) {
+            score += 10
+            found.append((10, "direct question awaiting an answer"))
+        }
+        let verdictScore = min(100, max(0, score))
+        let reason: String
+        let positives = found.filter { $0.weight > 0 }.map(\.label)
+        let negatives = found.filter { $0.weight < 0 }.map(\.label)
+        switch PriorityVerdict.band(verdictScore) {
+        case "high": reason = "Urgent: " + positives.prefix(4).joined(separator: ", ")
+        case "medium": reason = "Some urgency: " + positives.prefix(4).joined(separator: ", ")
+        default:
+            if !negatives.isEmpty {
+                reason = "Not urgent: " + negatives.prefix(3).joined(separator: ", ")
+            } else if !positives.isEmpty {
+                reason = "Low urgency: " + positives.prefix(3).joined(separator: ", ")
+            } else {
+                reason = "No urgency indicators"
+            }
+        }
+        return PriorityVerdict(urgencyScore: verdictScore, reason: reason + (negatedNotes.isEmpty ? "" : " (\(negatedNotes.joined(separator: ", ")))"),
+                               urgencyIndicators: found.map(\.label) + negatedNotes, engine: "rules")
+    }
+
+    /// Lowercased words with clock times kept whole ("5pm", "10:30").
+    static func words(_ text: String) -> [String] {
+        var result: [String] = []
+        var current = ""
+        for scalar in TextNormalizer.normalizeTerm(text.replacingOccurrences(of: ":", with: "")).unicodeScalars {
+            if scalar == " " {
+                if !current.isEmpty { result.append(current) }
+                current = ""
+            } else {
+                current.unicodeScalars.append(scalar)
+            }
+        }
+        if !current.isEmpty { result.append(current) }
+        // "5 pm" → "5pm"
+        var merged: [String] = []
+        for word in result {
+            if (word == "pm" || word == "am"), let last = merged.last, isNumber(last) {
+                merged[merged.count - 1] = last + word
+            } else {
+                merged.append(word)
+            }
+        }
+        return merged
+    }
+
+    static func isNumber(_ word: String) -> Bool { !word.isEmpty && word.allSatisfy(\.isASCII) && word.allSatisfy(\.isNumber) }
+
+    static func isClockTime(_ word: String) -> Bool {
+        let lowered = word.lowercased()
+        let digits = lowered.prefix { $0.isNumber }
+        guard !digits.isEmpty, digits.count <= 4 else { return false }
+        let rest = lowered.dropFirst(digits.count)
+        return rest.isEmpty || rest == "am" || rest == "pm" || rest == "h"
+    }
+
+    static func longestRun(of character: Character, in text: String) -> Int {
+        var longest = 0
+        var current = 0
+        for char in text {
+            current = char == character ? current + 1 : 0
+            longest = max(longest, current)
+        }
+        return longest
+    }
+}

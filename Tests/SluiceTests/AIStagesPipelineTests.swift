@@ -1,0 +1,131 @@
+import Foundation
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// Captions and priority as stages of the daemon: what lands in the store, and what is never sent out.
+@Suite(.serialized) struct AIStagesPipelineTests {
+    static let captionReply = #"{"choices":[{"message":{"content":"A rocket."}}],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}"#
+
+    @Test func onlyApprovedImagesAreCaptioned() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let blocking = try await FakeVisionServer.always(SafeSearch(adult: .veryLikely, spoof: .unlikely, medical: .unlikely,
+                                                                    violence: .unlikely, racy: .veryLikely))
+        defer { blocking.stop() }
+        let captions = try await FakeJSONServer.start { _, _ in .init(body: Self.captionReply) }
+        defer { captions.stop() }
+
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "ok.jpg")
+        let store = try await runOnce(root, server: vision) { config in
+            config.caption.provider = "openai-compatible"
+            config.caption.baseURL = captions.baseURL + "/v1"
+            config.caption.model = "llava"
+        }
+        let item = try #require(try store.item(id: "u/ok"))
+        #expect(item.status == .approved)
+        #expect(item.caption?.caption?.caption == "A rocket.")
+        #expect(item.caption?.caption?.provider == "openai-compatible" && item.caption?.caption?.model == "llava")
+        #expect(item.caption?.caption?.usage.totalTokens == 13)
+        #expect((item.caption?.caption?.processingTimeMs ?? -1) >= 0)
+        #expect(captions.received.count == 1)
+
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "u", name: "bad.png")
+        let second = try await runOnce(root, server: blocking) { config in
+            config.caption.provider = "openai-compatible"
+            config.caption.baseURL = captions.baseURL + "/v1"
+        }
+        #expect(try second.item(id: "u/bad")?.status == .blocked)
+        #expect(try second.item(id: "u/bad")?.caption == nil)
+        #expect(captions.received.count == 1, "blocked content is never sent to a caption provider")
+    }
+
+    @Test func skippedAndFailedCaptionsAreRecordedWithoutChangingTheVerdict() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "a.jpg")
+        let store = try await runOnce(root, server: vision)
+        #expect(try store.item(id: "u/a")?.caption == CaptionOutcome(skipped: "caption skipped: caption.provider is \"none\""))
+
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "b.jpg")
+        let keyless = try await runOnce(root, server: vision) { $0.caption.provider = "anthropic" }
+        #expect(try keyless.item(id: "u/b")?.caption?.skipped == "caption skipped: no API key: ANTHROPIC_API_KEY is not set")
+
+        let failing = try await FakeJSONServer.start { _, _ in .init(status: 500, body: #"{"error":{"message":"gpu on fire"}}"#) }
+        defer { failing.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "c.jpg")
+        let failed = try await runOnce(root, server: vision) { config in
+            config.caption.provider = "openai-compatible"
+            config.caption.baseURL = failing.baseURL + "/v1"
+            config.caption.maxAttempts = 2
+            config.caption.initialBackoffSeconds = 0.01
+            config.caption.maxBackoffSeconds = 0.02
+        }
+        let item = try #require(try failed.item(id: "u/c"))
+        #expect(item.status == .approved)
+        #expect(item.caption?.error?.contains("HTTP 500: gpu on fire") == true, "\(String(describing: item.caption))")
+        #expect(root.exists("approved/u/c.jpg"))
+    }
+
+    @Test func textItemsCarryPriority() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let folder = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("""
+        {"id": "p1", "userId": "u", "text": "URGENT: the server is down, need help ASAP!!!"}
+        {"id": "p2", "userId": "u", "text": "no rush, whenever you can"}
+        {"id": "p3", "userId": "u", "text": "fix this sh1t by 5pm today, it's urgent"}
+        """.utf8).write(to: folder.appendingPathComponent("p.jsonl"))
+        let store = try await runOnce(root, server: vision)
+        let p1 = try #require(try store.item(id: "p1")?.priority)
+        #expect(p1.priority == "high" && p1.isUrgent && p1.engine == "rules")
+        #expect(p1.urgencyIndicators.contains("urgent: asap"))
+        #expect(try store.item(id: "p2")?.priority?.priority == "low")
+        let p3 = try #require(try store.item(id: "p3"))
+        #expect(p3.status == .blocked, "priority is scored for blocked messages too")
+        #expect(p3.priority?.priority == "high")
+    }
+
+    @Test func priorityAndCaptionCLI() async throws {
+        let root = try TemporaryDataRoot()
+        let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
+        let result = try await shell(TestEnvironment.sluiceBinary, ["priority", "call an ambulance now!!", "--json", "--config", config.path])
+        #expect(result.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["priority"] as? String == "high")
+        #expect(object["isUrgent"] as? Bool == true)
+        #expect((object["urgencyIndicators"] as? [String])?.contains("emergency: ambulance") == true)
+        for key in ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators"] { #expect(object[key] != nil, "\(key)") }
+
+        let off = try await shell(TestEnvironment.sluiceBinary, ["caption", TestEnvironment.fixture("images/photos/rocket.jpg").path,
+                                                           "--config", config.path])
+        #expect(off.status != 0)
+        #expect(off.stderr.contains("captioning is off: caption.provider is \"none\""))
+    }
+
+    @Test func captionCLIPrintsTheSeedFields() async throws {
+        let root = try TemporaryDataRoot()
+        let captions = try await FakeJSONServer.start { _, _ in .init(body: Self.captionReply) }
+        defer { captions.stop() }
+        let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1", extra: """
+        "caption": {"provider": "openai-compatible", "baseURL": "\(captions.baseURL)/v1", "model": "llava"}
+        """)
+        let result = try await shell(TestEnvironment.sluiceBinary, ["caption", TestEnvironment.fixture("images/photos/coffee.png").path,
+                                                              "--json", "--config", config.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["caption"] as? String == "A rocket.")
+        #expect(object["provider"] as? String == "openai-compatible" && object["model"] as? String == "llava")
+        #expect((object["usage"] as? [String: Any])?["totalTokens"] as? Int == 13)
+        #expect(object["processingTime"] is Int)
+        let sent = try #require(captions.received.first?.json)
+        let parts = try #require(((sent["messages"] as? [[String: Any]])?.first)?["content"] as? [[String: Any]])
+        let url = try #require((parts.last?["image_url"] as? [String: Any])?["url"] as? String)
+        #expect(url.hasPrefix("data:image/jpeg;base64,"), "PNG input is sent as the pipeline's JPEG")
+    }
+}
