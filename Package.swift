@@ -43,6 +43,7 @@ let package = Package(
         .target(name: "SluiceStore", dependencies: [
             "SluiceCore",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "SluiceDaemon", dependencies: [
             "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceText",

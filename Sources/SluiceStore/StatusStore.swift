@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import SluiceCore
 
 /// The status store: one row per item plus an append-only event history, in SQLite (WAL) through GRDB.
@@ -7,18 +8,35 @@ import SluiceCore
 public struct StatusStore: Sendable {
     private let writer: any DatabaseWriter
 
-    /// Opens (creating if needed) the store file in WAL mode and migrates it.
-    public init(path: URL) throws(StoreError) {
+    /// Opens (creating if needed) the store file in WAL mode and migrates it. `readOnly` opens an existing
+    /// store without ever writing to it (dry runs): it must already be migrated.
+    public init(path: URL, readOnly: Bool = false) throws(StoreError) {
         do {
-            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // Several processes share the store (daemon, API, CLI). Without this, a process that exits as the
+                // last connection it can see deletes -wal/-shm while another still uses them, and that one then
+                // reads a stale snapshot forever.
+                var persist: Int32 = 1
+                sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
+                if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             }
+            if readOnly {
+                configuration.readonly = true
+                let queue = try DatabaseQueue(path: path.path, configuration: configuration)
+                if try !queue.read({ try Self.migrator.hasCompletedMigrations($0) }) {
+                    throw StoreError(operation: "open store at \(path.path) read-only", message: "it needs migrating; run sluice once without --dry-run")
+                }
+                writer = queue
+                return
+            }
+            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
             let pool = try DatabasePool(path: path.path, configuration: configuration)
             try Self.migrator.migrate(pool)
             writer = pool
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError(operation: "open store at \(path.path)", underlying: error)
         }
@@ -35,7 +53,7 @@ public struct StatusStore: Sendable {
         }
     }
 
-    private init(writer: any DatabaseWriter) { self.writer = writer }
+    init(writer: any DatabaseWriter) { self.writer = writer }
 
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -99,6 +117,34 @@ public struct StatusStore: Sendable {
                 t.add(column: "priority", .text)
                 t.add(column: "caption", .text)
                 t.add(column: "captionText", .text)
+            }
+        }
+        migrator.registerMigration("v4-backlog-review-reports") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "reviewedBy", .text)
+                t.add(column: "reviewedAt", .datetime)
+                t.add(column: "reviewNote", .text)
+            }
+            try db.create(table: "reprocessRun") { t in
+                t.primaryKey("runKey", .text)
+                t.column("arguments", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("startedAt", .datetime).notNull()
+                t.column("finishedAt", .datetime)
+            }
+            try db.create(table: "reprocessItem") { t in
+                t.column("runKey", .text).notNull().references("reprocessRun", onDelete: .cascade)
+                t.column("itemId", .text).notNull()
+                t.column("done", .boolean).notNull().defaults(to: false)
+                t.primaryKey(["runKey", "itemId"])
+            }
+            try db.create(table: "report") { t in
+                t.primaryKey("reportId", .text)
+                t.column("messageId", .text).notNull().indexed()
+                t.column("category", .text).notNull()
+                t.column("description", .text)
+                t.column("reporterUserId", .text)
+                t.column("createdAt", .datetime).notNull()
             }
         }
         return migrator
@@ -230,11 +276,11 @@ public struct StatusStore: Sendable {
 
     // MARK: - Plumbing
 
-    private func write<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
+    func write<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
         do { return try writer.write(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }
 
-    private func read<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
+    func read<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
         do { return try writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }
 }
@@ -247,6 +293,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     init(operation: String, underlying: any Error) {
         self.operation = operation
         self.message = String(describing: underlying)
+    }
+
+    init(operation: String, message: String) {
+        self.operation = operation
+        self.message = message
     }
 
     public var description: String { "store: cannot \(operation): \(message)" }
