@@ -76,6 +76,39 @@ public struct TextContent: Sendable, Codable, Equatable {
     }
 }
 
+/// A human decision on an item in review.
+public struct ReviewDecision: Sendable, Codable, Equatable {
+    public var by: String
+    public var at: Date
+    public var note: String?
+
+    public init(by: String, at: Date = Date(), note: String? = nil) {
+        self.by = by
+        self.at = at
+        self.note = note
+    }
+}
+
+/// A user's report about a message or image (the API's submit_report).
+public struct Report: Sendable, Codable, Equatable {
+    public static let categories = ["spam", "harassment", "inappropriate", "other"]
+    public var reportId: String
+    public var messageId: String
+    public var category: String
+    public var description: String?
+    public var reporterUserId: String?
+    public var createdAt: Date
+
+    public init(reportId: String, messageId: String, category: String, description: String?, reporterUserId: String?, createdAt: Date = Date()) {
+        self.reportId = reportId
+        self.messageId = messageId
+        self.category = category
+        self.description = description
+        self.reporterUserId = reporterUserId
+        self.createdAt = createdAt
+    }
+}
+
 /// One moderated item as the store keeps it and the CLI shows it.
 public struct Item: Sendable, Codable, Equatable {
     public var id: String
@@ -106,6 +139,8 @@ public struct Item: Sendable, Codable, Equatable {
     public var priority: PriorityVerdict?
     /// Approved images: the caption, or why there is none.
     public var caption: CaptionOutcome?
+    /// The last human decision, when there was one.
+    public var review: ReviewDecision?
 
     public init(id: String, kind: ItemKind, userId: String, status: ItemStatus, reason: String? = nil,
                 provider: String? = nil, safeSearch: SafeSearch? = nil, exif: ExifFindings? = nil,
@@ -113,7 +148,8 @@ public struct Item: Sendable, Codable, Equatable {
                 width: Int? = nil, height: Int? = nil, sourceBytes: Int? = nil, contentHash: String? = nil,
                 timings: StageTimings = StageTimings(), attempts: Int = 0,
                 createdAt: Date = Date(), updatedAt: Date = Date(), content: TextContent? = nil,
-                textVerdict: TextVerdict? = nil, priority: PriorityVerdict? = nil, caption: CaptionOutcome? = nil) {
+                textVerdict: TextVerdict? = nil, priority: PriorityVerdict? = nil, caption: CaptionOutcome? = nil,
+                review: ReviewDecision? = nil) {
         self.id = id
         self.kind = kind
         self.userId = userId
@@ -137,6 +173,7 @@ public struct Item: Sendable, Codable, Equatable {
         self.textVerdict = textVerdict
         self.priority = priority
         self.caption = caption
+        self.review = review
     }
 }
 

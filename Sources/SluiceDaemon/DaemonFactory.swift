@@ -44,6 +44,25 @@ public struct ImageDaemon: Sendable {
         return ImageDaemon(service: service, store: store, pool: pool, provider: provider)
     }
 
+    /// A reprocessor with the current config's providers, policy, wordlists and priority engine.
+    public static func reprocessor(config: PipelineConfig, store: StatusStore, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                   logger: Logger) throws -> Reprocessor {
+        let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
+                                               maxMetadataBytes: config.limits.maxMetadataBytes)
+        let filter: ProfanityFilter
+        let priority: any PriorityEngine
+        do {
+            filter = try ProfanityFilter.load(config.text)
+            priority = try priorityEngine(config: config, environment: environment, logger: logger)
+        } catch {
+            throw DaemonStartError(message: "cannot load wordlists: \(error)")
+        }
+        return Reprocessor(config: config, store: store, processor: processor,
+                           vision: visionProvider(config: config.vision, environment: environment, logger: logger),
+                           captions: captionProvider(config: config.caption, environment: environment, logger: logger),
+                           filter: filter, priority: priority, logger: logger)
+    }
+
     /// The configured priority engine (rules, or the LLM engine falling back to rules).
     public static func priorityEngine(config: PipelineConfig, environment: [String: String], logger: Logger) throws(WordlistError) -> any PriorityEngine {
         let rules = RulesPriorityEngine(scorer: try PriorityScorer.load(directory: config.text.wordlistsDirectory, language: config.priority.language))

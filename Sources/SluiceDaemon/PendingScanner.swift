@@ -76,7 +76,7 @@ public struct PendingScanner: Sendable {
         return uploads
     }
 
-    private static func identify(file: URL, fileName: String, userId: String) -> PendingUpload.Identity {
+    static func identify(file: URL, fileName: String, userId: String) -> PendingUpload.Identity {
         switch fileType(file) {
         case .symlink: return .invalid(reason: "upload is a symbolic link; links are never followed")
         case .directory: return .invalid(reason: "upload is a folder where an image file belongs")

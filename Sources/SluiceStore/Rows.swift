@@ -48,6 +48,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var priority: String?
     var caption: String?
     var captionText: String?
+    var reviewedBy: String?
+    var reviewedAt: Date?
+    var reviewNote: String?
 
     init(_ item: Item) {
         id = item.id
@@ -90,6 +93,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         priority = item.priority.flatMap(Self.json)
         caption = item.caption.flatMap(Self.json)
         captionText = item.caption?.caption?.caption
+        reviewedBy = item.review?.by
+        reviewedAt = item.review?.at
+        reviewNote = item.review?.note
     }
 
     private static func json<T: Encodable>(_ value: T) -> String? {
@@ -116,7 +122,8 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     attempts: attempts, createdAt: createdAt, updatedAt: updatedAt,
                     content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource) },
                     textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
-                    caption: Self.decode(CaptionOutcome.self, caption))
+                    caption: Self.decode(CaptionOutcome.self, caption),
+                    review: reviewedBy.map { ReviewDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote) })
     }
 }
 

@@ -81,8 +81,7 @@ public final class TemporaryDataRoot: Sendable {
           "dataRoot": "\(url.path)",
           "vision": { "endpoint": "\(endpoint)", "apiKeyEnv": null, "maxAttempts": 3,
                       "initialBackoffSeconds": 0.01, "maxBackoffSeconds": 0.05, "timeoutSeconds": 30 },
-          "concurrency": { "cpu": 2, "items": 8 },
-          "text": { "wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)" }\(extra.isEmpty ? "" : ",\n  " + extra)
+          "concurrency": { "cpu": 2, "items": 8 }\(extra.contains("\"text\"") ? "" : ",\n  \"text\": { \"wordlistsDirectory\": \"\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)\" }")\(extra.isEmpty ? "" : ",\n  " + extra)
         }
         """
         try Data(json.utf8).write(to: file)

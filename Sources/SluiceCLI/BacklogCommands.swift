@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import SluiceCore
+import SluiceDaemon
+import SluiceImaging
+import SluiceStore
+
+struct IngestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Copy an existing image backlog into pending/ (a flat folder with --user, or {userId}/{file} folders).",
+        discussion: "Names and formats are checked as the daemon checks them; the source is never changed.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Argument(help: "Folder to import.")
+    var directory: String
+
+    @Option(help: "The user every file of a flat folder belongs to.")
+    var user: String?
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func run() async throws {
+        let config = try common.loadConfig().config
+        let store = try StatusStore(path: config.store.path)
+        let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels)
+        let ingestor = BacklogIngestor(config: config, store: store, processor: processor)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError(message: "\(directory) is not a folder")
+        }
+        let renderer = ProgressRenderer(label: "ingest")
+        let summary: BacklogIngestor.Summary
+        do {
+            summary = try ingestor.ingest(URL(fileURLWithPath: directory), user: user) { renderer.update(done: $0, total: $1) }
+        } catch let error as IngestError {
+            throw CLIError(message: error.message)
+        }
+        renderer.finish()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            return
+        }
+        print("copied \(summary.copied) (\(summary.bytes / 1024) KiB), already ingested \(summary.alreadyIngested), already pending \(summary.alreadyPending), rejected \(summary.rejected.count)")
+        for rejection in summary.rejected.prefix(50) { print("  rejected \(rejection.path): \(rejection.reason)") }
+        if summary.rejected.count > 50 { print("  … and \(summary.rejected.count - 50) more") }
+        if summary.copied > 0 { print("run `sluice run --once` (or keep the daemon running) to moderate them") }
+    }
+}
+
+struct ReviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "review",
+        abstract: "Human decisions on items in review.",
+        subcommands: [List.self, Show.self, Approve.self, Block.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Items waiting in review, oldest first.")
+        @OptionGroup var common: CommonOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let config = try common.loadConfig().config
+            let items = try StatusStore(path: config.store.path).items(status: .review).reversed()
+            if json {
+                print(String(decoding: try ItemJSON.encoder.encode(items.map { ItemJSON($0) }), as: UTF8.self))
+            } else {
+                print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())
+                print("\n\(items.count) in review")
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One item with its history (as `sluice status`).")
+        @OptionGroup var common: CommonOptions
+        @Argument(help: "Item id.") var id: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            var status = try StatusCommand.parse(["--config", common.config, id] + (json ? ["--json"] : []))
+            try await status.run()
+        }
+    }
+
+    struct Approve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Approve: produces the approved image and thumbnail.")
+        @OptionGroup var decision: DecisionOptions
+        func run() async throws { try decision.apply(.approve) }
+    }
+
+    struct Block: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Block: the original moves to quarantine/.")
+        @OptionGroup var decision: DecisionOptions
+        func run() async throws { try decision.apply(.block) }
+    }
+
+    struct DecisionOptions: ParsableArguments {
+        @OptionGroup var common: CommonOptions
+        @Argument(help: "Item id.") var id: String
+        @Option(help: "Why (recorded with the decision).") var note: String?
+        @Option(help: "Who decided (default: $USER).") var by: String?
+
+        func apply(_ decision: ReviewService.Decision) throws {
+            let config = try common.loadConfig().config
+            let store = try StatusStore(path: config.store.path)
+            let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
+                                                   maxMetadataBytes: config.limits.maxMetadataBytes)
+            let who = by ?? ProcessInfo.processInfo.environment["USER"] ?? "operator"
+            do {
+                let item = try ReviewService(config: config, store: store, processor: processor).decide(id, decision, by: who, note: note)
+                print("\(item.id): \(item.status.rawValue) (\(item.reason ?? ""))")
+                if let approved = item.outputs.approved { print("  \(approved)") }
+                if let original = item.original { print("  \(original)") }
+            } catch let error as ReviewError {
+                throw CLIError(message: error.message)
+            }
+        }
+    }
+}
+
+struct ReportsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reports", abstract: "User reports.", subcommands: [List.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Submitted reports, newest first, with the item each points at.")
+        @OptionGroup var common: CommonOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        struct Entry: Encodable {
+            var report: Report
+            var item: ItemJSON?
+        }
+
+        func run() async throws {
+            let config = try common.loadConfig().config
+            let store = try StatusStore(path: config.store.path)
+            let reports = try store.reports()
+            let items = Dictionary(uniqueKeysWithValues: try store.items(ids: Array(Set(reports.map(\.messageId)))).map { ($0.id, $0) })
+            if json {
+                print(String(decoding: try ItemJSON.encoder.encode(reports.map { Entry(report: $0, item: items[$0.messageId].map { ItemJSON($0) }) }), as: UTF8.self))
+                return
+            }
+            var table = TextTable(headers: ["REPORT", "CREATED", "CATEGORY", "ITEM", "ITEM STATUS", "BY", "DESCRIPTION"])
+            for report in reports {
+                table.rows.append([report.reportId, report.createdAt.formatted(.iso8601), report.category, report.messageId,
+                                   items[report.messageId]?.status.rawValue ?? "(unknown item)", report.reporterUserId ?? "-",
+                                   String((report.description ?? "").prefix(60))])
+            }
+            print(table.render())
+            print("\n\(reports.count) reports")
+        }
+    }
+}

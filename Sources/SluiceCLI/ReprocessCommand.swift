@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SluiceCore
+import SluiceDaemon
+import SluiceStore
+
+struct ReprocessCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reprocess",
+        abstract: "Re-judge stored items with the current config (providers, thresholds, wordlists).",
+        discussion: """
+        Interrupted (Ctrl-C, kill -9) and run again with the same arguments, it continues where it stopped.
+        --dry-run prints what would change and changes nothing.
+        """)
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Only this kind: image, text.")
+    var kind: ItemKind?
+
+    @Option(help: "Only these statuses, comma-separated: approved,blocked,review,rejected.")
+    var status: String?
+
+    @Option(help: "Only this user.")
+    var user: String?
+
+    @Option(help: "Only items created at or after this date (YYYY-MM-DD or ISO 8601).")
+    var since: String?
+
+    @Option(help: "Only items created before this date (YYYY-MM-DD or ISO 8601).")
+    var until: String?
+
+    @Option(help: "Stages to re-run, comma-separated: classify,caption,text,priority (default: all).")
+    var stages: String?
+
+    @Flag(help: "Print what would change; write nothing.")
+    var dryRun = false
+
+    @Option(help: "Images re-judged at once (default: concurrency.items).")
+    var concurrency: Int?
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func run() async throws {
+        try common.bootstrapLogging(default: .error)
+        let config = try common.loadConfig().config
+        var filter = ItemFilter(kind: kind, userId: user)
+        if let status {
+            filter.statuses = try status.split(separator: ",").map { raw in
+                guard let value = ItemStatus(rawValue: String(raw)) else {
+                    throw ValidationError("--status \"\(raw)\" is not a status; allowed: \(ItemStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return value
+            }
+        }
+        filter.since = try since.map { try Self.date($0, flag: "--since") }
+        filter.until = try until.map { try Self.date($0, flag: "--until") }
+        let chosen = stages.map { $0.split(separator: ",").map(String.init) } ?? Reprocessor.allStages
+        if let unknown = chosen.first(where: { !Reprocessor.allStages.contains($0) }) {
+            throw ValidationError("--stages \"\(unknown)\" is not a stage; allowed: \(Reprocessor.allStages.joined(separator: ", "))")
+        }
+        if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
+
+        let store = try StatusStore(path: config.store.path, readOnly: dryRun)
+        let reprocessor: Reprocessor
+        do {
+            reprocessor = try ImageDaemon.reprocessor(config: config, store: store, logger: Logger(label: "sluice"))
+        } catch {
+            throw CLIError(message: "cannot start: \(error)")
+        }
+        let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
+        let summary = try await reprocessor.run(
+            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.concurrency.items)
+        ) { done, total in renderer.update(done: done, total: total) }
+        renderer.finish()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            return
+        }
+        print(Self.render(summary))
+    }
+
+    static func date(_ raw: String, flag: String) throws -> Date {
+        if let date = try? Date(raw, strategy: .iso8601) { return date }
+        if let date = try? Date("\(raw)T00:00:00Z", strategy: .iso8601) { return date }
+        throw ValidationError("\(flag) \"\(raw)\" is not a date (YYYY-MM-DD or ISO 8601)")
+    }
+
+    static func render(_ summary: Reprocessor.Summary) -> String {
+        var lines: [String] = []
+        if summary.dryRun {
+            lines.append("Dry run: nothing was changed.")
+            for change in summary.changes { lines.append("  would change \(change.id): \(change.from.rawValue) → \(change.to.rawValue) [\(change.stage)] \(change.why)") }
+        }
+        lines.append("\(summary.processed) items re-judged\(summary.resumed ? " (resumed; \(summary.alreadyDone) were done before)" : "") in \(String(format: "%.2f", summary.seconds)) s (\(String(format: "%.0f", summary.itemsPerSecond)) items/s)")
+        var table = TextTable(headers: ["STAGE", "CHANGED", "UNCHANGED", "FAILED"])
+        for stage in Reprocessor.allStages {
+            guard let counts = summary.stages[stage] else { continue }
+            table.rows.append([stage, "\(counts.changed)", "\(counts.unchanged)", "\(counts.failed)"])
+        }
+        lines.append(table.rows.isEmpty ? "no stage ran" : table.render())
+        if !summary.moves.isEmpty {
+            lines.append("status moves: " + summary.moves.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
+        } else {
+            lines.append("status moves: none")
+        }
+        for failure in summary.failures.prefix(20) { lines.append("failed: \(failure)") }
+        if summary.failures.count > 20 { lines.append("… and \(summary.failures.count - 20) more failures") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,259 @@
+import Crypto
+import Foundation
+import Logging
+import SluiceCore
+import SluiceStore
+import SluiceText
+import Synchronization
+
+/// Re-judges stored items with the current config: the chosen stages on matching items, from what is stored
+/// (approved JPEG, quarantined or review original, the text). Every change is a `reprocess` event; files
+/// follow verdicts (copy, commit, then delete, so a crash leaves at most an extra copy). Resumable: the item
+/// snapshot and progress live in the store, keyed by the arguments. Fails closed like the daemon: an item
+/// whose re-classification fails stays as it was.
+public struct Reprocessor: Sendable {
+    public static let allStages = ["classify", "caption", "text", "priority"]
+
+    public struct Options: Sendable, Equatable {
+        public var filter: ItemFilter
+        public var stages: [String]
+        public var dryRun: Bool
+        public var concurrency: Int
+
+        public init(filter: ItemFilter, stages: [String] = Reprocessor.allStages, dryRun: Bool = false, concurrency: Int = 8) {
+            self.filter = filter
+            self.stages = stages
+            self.dryRun = dryRun
+            self.concurrency = concurrency
+        }
+
+        /// Same arguments, same key: how an interrupted run is found again.
+        var runKey: String {
+            let f = filter
+            let parts = [f.kind?.rawValue ?? "*", f.statuses.map(\.rawValue).sorted().joined(separator: ","), f.userId ?? "*",
+                         f.since.map { "\($0.timeIntervalSince1970)" } ?? "*", f.until.map { "\($0.timeIntervalSince1970)" } ?? "*",
+                         stages.sorted().joined(separator: ",")]
+            return SHA256.hash(data: Data(parts.joined(separator: "|").utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
+    public struct StageCounts: Sendable, Codable, Equatable {
+        public var changed = 0
+        public var unchanged = 0
+        public var failed = 0
+    }
+
+    public struct Change: Sendable, Codable, Equatable {
+        public var id: String
+        public var from: ItemStatus
+        public var to: ItemStatus
+        public var stage: String
+        public var why: String
+    }
+
+    public struct Summary: Sendable, Codable, Equatable {
+        public var runKey = ""
+        public var resumed = false
+        public var dryRun = false
+        public var total = 0
+        public var alreadyDone = 0
+        public var processed = 0
+        public var stages: [String: StageCounts] = [:]
+        /// "approved → blocked": count.
+        public var moves: [String: Int] = [:]
+        public var failures: [String] = []
+        /// Status changes (all of them in a dry run; at most 1000 otherwise).
+        public var changes: [Change] = []
+        public var seconds = 0.0
+        public var itemsPerSecond = 0.0
+    }
+
+    let root: DataRoot
+    let store: StatusStore
+    let images: ImageReprocessing
+    let filter: ProfanityFilter
+    let priority: any PriorityEngine
+    let logger: Logger
+
+    public init(config: PipelineConfig, store: StatusStore, processor: any ImageProcessor, vision: any VisionProvider,
+                captions: Result<any CaptionProvider, CaptionUnavailableReason>, filter: ProfanityFilter,
+                priority: any PriorityEngine, logger: Logger) {
+        root = DataRoot(config.dataRoot)
+        self.store = store
+        images = ImageReprocessing(root: root, processor: processor, vision: vision, policy: config.policy,
+                                   options: ImageOptions(config: config), maxBytes: config.limits.maxBytes,
+                                   caption: CaptionStage(provider: captions))
+        self.filter = filter
+        self.priority = priority
+        self.logger = logger
+    }
+
+    /// Runs (or resumes) a reprocess; `progress(done, total)` is called as items finish.
+    public func run(_ options: Options, progress: @escaping @Sendable (Int, Int) -> Void) async throws -> Summary {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var summary = Summary()
+        summary.dryRun = options.dryRun
+        summary.runKey = options.runKey
+        let ids: [String]
+        if options.dryRun {
+            ids = try store.items(matching: options.filter).map(\.id)
+            summary.total = ids.count
+        } else {
+            let filter = options.filter
+            let store = store
+            let state = try store.beginReprocess(runKey: options.runKey, arguments: "\(options)") {
+                do throws(StoreError) { return try store.items(matching: filter).map(\.id) } catch { throw error }
+            }
+            summary.resumed = state.resumed
+            summary.total = state.total
+            summary.alreadyDone = state.done
+            ids = try store.pendingReprocessItems(runKey: options.runKey)
+        }
+        let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let batch = try store.items(ids: Array(ids[start..<min(start + 500, ids.count)]))
+            let texts = batch.filter { $0.kind == .text }
+            let pictures = batch.filter { $0.kind == .image }
+            try await reprocessTexts(texts, options: options, summary: &summary)
+            tracker.advance(by: texts.count)
+            try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
+        }
+        if !options.dryRun { try store.finishReprocess(runKey: options.runKey) }
+        summary.processed = ids.count
+        summary.seconds = (clock.now - started).milliseconds / 1000
+        summary.itemsPerSecond = summary.seconds > 0 ? Double(ids.count) / summary.seconds : 0
+        return summary
+    }
+
+    // MARK: Text
+
+    private func reprocessTexts(_ items: [Item], options: Options, summary: inout Summary) async throws {
+        if items.isEmpty { return }
+        var changed: [(item: Item, from: ItemStatus, stage: String, why: String)] = []
+        for item in items {
+            var updated = item
+            var stagesChanged: [String] = []
+            if let content = item.content, item.status != .rejected {
+                if options.stages.contains("text") {
+                    do throws(TextInputError) {
+                        let verdict = try filter.check(content.text)
+                        if verdict != item.textVerdict {
+                            updated.textVerdict = verdict
+                            updated.status = verdict.allowed ? .approved : .blocked
+                            updated.reason = verdict.allowed ? nil : verdict.reason
+                            stagesChanged.append("text")
+                            summary.stages["text", default: StageCounts()].changed += 1
+                        } else {
+                            summary.stages["text", default: StageCounts()].unchanged += 1
+                        }
+                    } catch {
+                        summary.stages["text", default: StageCounts()].failed += 1
+                        summary.failures.append("\(item.id): \(error.message)")
+                    }
+                }
+                if options.stages.contains("priority") {
+                    let verdict = await priority.score(content.text, context: content.context)
+                    if verdict != item.priority {
+                        updated.priority = verdict
+                        stagesChanged.append("priority")
+                        summary.stages["priority", default: StageCounts()].changed += 1
+                    } else {
+                        summary.stages["priority", default: StageCounts()].unchanged += 1
+                    }
+                }
+            }
+            guard !stagesChanged.isEmpty else { continue }
+            updated.updatedAt = Date()
+            let why = updated.status != item.status ? "\(item.status.rawValue) → \(updated.status.rawValue): \(updated.reason ?? "allowed by the current wordlists")"
+                : "verdict details changed (\(stagesChanged.joined(separator: ", ")))"
+            changed.append((updated, item.status, stagesChanged.joined(separator: ","), why))
+            note(item: item, updated: updated, stage: stagesChanged.joined(separator: ","), why: why, options: options, summary: &summary)
+        }
+        if !options.dryRun {
+            try store.commitReprocessBatch(runKey: options.runKey, changed: changed, done: items.map(\.id))
+        }
+    }
+
+    // MARK: Images
+
+    private func reprocessImages(_ items: [Item], options: Options, summary: inout Summary, tracker: ProgressTracker) async throws {
+        if items.isEmpty { return }
+        let images = images
+        let store = store
+        let limit = max(1, options.concurrency)
+        let results = await withTaskGroup(of: ImageReprocessing.Result.self, returning: [ImageReprocessing.Result].self) { group in
+            var results: [ImageReprocessing.Result] = []
+            var running = 0
+            for item in items {
+                if running >= limit, let result = await group.next() {
+                    results.append(result)
+                    running -= 1
+                }
+                group.addTask {
+                    let result = await images.reprocess(item, stages: options.stages, dryRun: options.dryRun)
+                    if !options.dryRun {
+                        do {
+                            let changes = result.updated.map { [($0, item.status, result.stageLabel, result.why)] } ?? []
+                            try store.commitReprocessBatch(runKey: options.runKey, changed: changes, done: [item.id])
+                            result.finalize()
+                        } catch {
+                            var failed = result
+                            failed.failure = "\(item.id): not recorded: \(error)"
+                            tracker.advance(by: 1)
+                            return failed
+                        }
+                    }
+                    tracker.advance(by: 1)
+                    return result
+                }
+                running += 1
+            }
+            for await result in group { results.append(result) }
+            return results
+        }
+        for result in results {
+            for (stage, outcome) in result.stages {
+                switch outcome {
+                case .changed: summary.stages[stage, default: StageCounts()].changed += 1
+                case .unchanged: summary.stages[stage, default: StageCounts()].unchanged += 1
+                case .failed: summary.stages[stage, default: StageCounts()].failed += 1
+                }
+            }
+            if let failure = result.failure { summary.failures.append(failure) }
+            if let updated = result.updated {
+                note(item: result.original, updated: updated, stage: result.stageLabel, why: result.why, options: options, summary: &summary)
+            }
+        }
+    }
+
+    private func note(item: Item, updated: Item, stage: String, why: String, options: Options, summary: inout Summary) {
+        guard updated.status != item.status else { return }
+        summary.moves["\(item.status.rawValue) → \(updated.status.rawValue)", default: 0] += 1
+        if options.dryRun || summary.changes.count < 1000 {
+            summary.changes.append(Change(id: item.id, from: item.status, to: updated.status, stage: stage, why: why))
+        }
+    }
+}
+
+/// Counts finished items across tasks and reports them.
+final class ProgressTracker: Sendable {
+    private let state: Mutex<Int>
+    private let total: Int
+    private let report: @Sendable (Int, Int) -> Void
+
+    init(total: Int, done: Int, report: @escaping @Sendable (Int, Int) -> Void) {
+        state = Mutex(done)
+        self.total = total
+        self.report = report
+    }
+
+    func advance(by count: Int) {
+        guard count > 0 else { return }
+        let done = state.withLock { value -> Int in
+            value += count
+            return value
+        }
+        report(done, total)
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+/// Filters for selecting items (reprocess, list).
+public struct ItemFilter: Sendable, Equatable {
+    public var kind: ItemKind?
+    public var statuses: [ItemStatus] = []
+    public var userId: String?
+    public var since: Date?
+    public var until: Date?
+
+    public init(kind: ItemKind? = nil, statuses: [ItemStatus] = [], userId: String? = nil, since: Date? = nil, until: Date? = nil) {
+        self.kind = kind
+        self.statuses = statuses
+        self.userId = userId
+        self.since = since
+        self.until = until
+    }
+}
+
+/// Progress of a resumable reprocess run.
+public struct ReprocessRunState: Sendable, Equatable {
+    public var runKey: String
+    public var resumed: Bool
+    public var total: Int
+    public var done: Int
+}
+
+extension StatusStore {
+    /// Items matching the filter (by `createdAt` for since/until), ordered by id.
+    public func items(matching filter: ItemFilter) throws(StoreError) -> [Item] {
+        try read("select items") { db in
+            var request = ItemRow.all()
+            if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
+            if !filter.statuses.isEmpty { request = request.filter(filter.statuses.map(\.rawValue).contains(Column("status"))) }
+            if let userId = filter.userId { request = request.filter(Column("userId") == userId) }
+            if let since = filter.since { request = request.filter(Column("createdAt") >= since) }
+            if let until = filter.until { request = request.filter(Column("createdAt") < until) }
+            return try request.order(Column("id")).fetchAll(db).map(\.item)
+        }
+    }
+
+    public func items(ids: [String]) throws(StoreError) -> [Item] {
+        try read("read \(ids.count) items") { db in
+            var result: [Item] = []
+            for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+                result += try ItemRow.filter(chunk.contains(Column("id"))).fetchAll(db).map(\.item)
+            }
+            return result
+        }
+    }
+
+    /// Starts a run, or resumes an unfinished one with the same key: the item snapshot is taken once, so a
+    /// resumed run processes exactly the items the first attempt did not finish.
+    public func beginReprocess(runKey: String, arguments: String, itemIds: @escaping @Sendable () throws -> [String]) throws(StoreError) -> ReprocessRunState {
+        try write("begin reprocess run") { db in
+            let state = try String.fetchOne(db, sql: "SELECT state FROM reprocessRun WHERE runKey = ?", arguments: [runKey])
+            if state == "running" {
+                let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reprocessItem WHERE runKey = ?", arguments: [runKey]) ?? 0
+                let done = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reprocessItem WHERE runKey = ? AND done", arguments: [runKey]) ?? 0
+                return ReprocessRunState(runKey: runKey, resumed: true, total: total, done: done)
+            }
+            try db.execute(sql: "DELETE FROM reprocessRun WHERE runKey = ?", arguments: [runKey])
+            try db.execute(sql: "INSERT INTO reprocessRun (runKey, arguments, state, startedAt) VALUES (?, ?, 'running', ?)",
+                           arguments: [runKey, arguments, Date()])
+            let ids = try itemIds()
+            let statement = try db.makeStatement(sql: "INSERT INTO reprocessItem (runKey, itemId) VALUES (?, ?)")
+            for id in ids { try statement.execute(arguments: [runKey, id]) }
+            return ReprocessRunState(runKey: runKey, resumed: false, total: ids.count, done: 0)
+        }
+    }
+
+    /// Ids of the run not done yet, in order.
+    public func pendingReprocessItems(runKey: String) throws(StoreError) -> [String] {
+        try read("read reprocess progress") { db in
+            try String.fetchAll(db, sql: "SELECT itemId FROM reprocessItem WHERE runKey = ? AND NOT done ORDER BY itemId", arguments: [runKey])
+        }
+    }
+
+    /// Records a batch of reprocessed items in one transaction: changed items with a `reprocess` event each,
+    /// and every item of the batch marked done.
+    public func commitReprocessBatch(runKey: String, changed: [(item: Item, from: ItemStatus, stage: String, why: String)],
+                                     done: [String]) throws(StoreError) {
+        try write("commit reprocess batch") { db in
+            for change in changed {
+                try ItemRow(change.item).save(db)
+                try EventRow(ItemEvent(itemId: change.item.id, at: change.item.updatedAt, type: "reprocess", fromStatus: change.from,
+                                       toStatus: change.item.status, stage: change.stage, detail: change.why)).insert(db)
+            }
+            let statement = try db.makeStatement(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId = ?")
+            for id in done { try statement.execute(arguments: [runKey, id]) }
+        }
+    }
+
+    public func finishReprocess(runKey: String) throws(StoreError) {
+        try write("finish reprocess run") { db in
+            try db.execute(sql: "UPDATE reprocessRun SET state = 'finished', finishedAt = ? WHERE runKey = ?", arguments: [Date(), runKey])
+            try db.execute(sql: "DELETE FROM reprocessItem WHERE runKey = ?", arguments: [runKey])
+        }
+    }
+
+    /// Records a human decision: the item as decided plus a `review` event.
+    public func recordReview(_ item: Item, from: ItemStatus) throws(StoreError) {
+        try write("record review of \(item.id)") { db in
+            try ItemRow(item).save(db)
+            let detail = "by \(item.review?.by ?? "?")" + (item.review?.note.map { ": \($0)" } ?? "")
+            try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "review", fromStatus: from, toStatus: item.status,
+                                   stage: "review", detail: detail)).insert(db)
+        }
+    }
+
+    public func recordReport(_ report: Report) throws(StoreError) {
+        try write("record report \(report.reportId)") { db in
+            try db.execute(sql: "INSERT INTO report (reportId, messageId, category, description, reporterUserId, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [report.reportId, report.messageId, report.category, report.description, report.reporterUserId, report.createdAt])
+        }
+    }
+
+    public func reports() throws(StoreError) -> [Report] {
+        try read("list reports") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM report ORDER BY createdAt DESC, reportId").map { row in
+                Report(reportId: row["reportId"], messageId: row["messageId"], category: row["category"], description: row["description"],
+                       reporterUserId: row["reporterUserId"], createdAt: row["createdAt"])
+            }
+        }
+    }
+}
