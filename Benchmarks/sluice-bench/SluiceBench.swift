@@ -27,6 +27,10 @@ func run(_ executable: String, _ args: [String]) throws -> Int32 {
 @main
 enum SluiceBench {
     static func main() async throws {
+        if CommandLine.arguments.contains("--reprocess") {
+            try await ReprocessBench.run()
+            return
+        }
         let arguments = CommandLine.arguments
         guard arguments.count >= 2 else {
             FileHandle.standardError.write(Data("usage: sluice-bench <sluice binary> [--rounds N]\n".utf8))

@@ -97,13 +97,13 @@ public struct Reprocessor: Sendable {
         summary.runKey = options.runKey
         let ids: [String]
         if options.dryRun {
-            ids = try store.items(matching: options.filter).map(\.id)
+            ids = try store.itemIDs(matching: options.filter)
             summary.total = ids.count
         } else {
             let filter = options.filter
             let store = store
             let state = try store.beginReprocess(runKey: options.runKey, arguments: "\(options)") {
-                do throws(StoreError) { return try store.items(matching: filter).map(\.id) } catch { throw error }
+                do throws(StoreError) { return try store.itemIDs(matching: filter) } catch { throw error }
             }
             summary.resumed = state.resumed
             summary.total = state.total
@@ -112,11 +112,12 @@ public struct Reprocessor: Sendable {
         }
         let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
         for start in stride(from: 0, to: ids.count, by: 500) {
-            let batch = try store.items(ids: Array(ids[start..<min(start + 500, ids.count)]))
-            let texts = batch.filter { $0.kind == .text }
-            let pictures = batch.filter { $0.kind == .image }
+            let chunk = Array(ids[start..<min(start + 500, ids.count)])
+            let snapshots = try store.textSnapshots(ids: chunk)
+            let texts = snapshots.filter { $0.kind == .text }
             try await reprocessTexts(texts, options: options, summary: &summary)
             tracker.advance(by: texts.count)
+            let pictures = try store.items(ids: snapshots.filter { $0.kind == .image }.map(\.id)).sorted { $0.id < $1.id }
             try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
         }
         if !options.dryRun { try store.finishReprocess(runKey: options.runKey) }
@@ -128,50 +129,103 @@ public struct Reprocessor: Sendable {
 
     // MARK: Text
 
-    private func reprocessTexts(_ items: [Item], options: Options, summary: inout Summary) async throws {
-        if items.isEmpty { return }
-        var changed: [(item: Item, from: ItemStatus, stage: String, why: String)] = []
-        for item in items {
-            var updated = item
-            var stagesChanged: [String] = []
-            if let content = item.content, item.status != .rejected {
-                if options.stages.contains("text") {
-                    do throws(TextInputError) {
-                        let verdict = try filter.check(content.text)
-                        if verdict != item.textVerdict {
-                            updated.textVerdict = verdict
-                            updated.status = verdict.allowed ? .approved : .blocked
-                            updated.reason = verdict.allowed ? nil : verdict.reason
-                            stagesChanged.append("text")
-                            summary.stages["text", default: StageCounts()].changed += 1
-                        } else {
-                            summary.stages["text", default: StageCounts()].unchanged += 1
+    /// One text item judged again: what changed, and per-stage counts.
+    private struct TextJudgement: Sendable {
+        var id: String
+        var verdict: TextVerdict?
+        var priority: PriorityVerdict?
+        var stages: [String] = []
+        var counts: [String: StageCounts] = [:]
+        var failure: String?
+    }
+
+    /// The filter and the scorer are pure, so a batch is judged on every core at once.
+    private func judgeTexts(_ snapshots: [StatusStore.TextSnapshot], stages: [String]) async -> [TextJudgement] {
+        let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, snapshots.count / 64))
+        let size = (snapshots.count + parts - 1) / parts
+        let filter = filter
+        let priority = priority
+        return await withTaskGroup(of: (Int, [TextJudgement]).self, returning: [TextJudgement].self) { group in
+            for part in 0..<parts {
+                let slice = Array(snapshots[min(part * size, snapshots.count)..<min((part + 1) * size, snapshots.count)])
+                group.addTask {
+                    var results: [TextJudgement] = []
+                    results.reserveCapacity(slice.count)
+                    for snapshot in slice {
+                        guard let text = snapshot.text, snapshot.status != .rejected else { continue }
+                        var judgement = TextJudgement(id: snapshot.id)
+                        if stages.contains("text") {
+                            do throws(TextInputError) {
+                                let verdict = try filter.check(text)
+                                if !StatusStore.matchesStored(verdict, snapshot.verdictJSON) {
+                                    judgement.verdict = verdict
+                                    judgement.stages.append("text")
+                                    judgement.counts["text", default: StageCounts()].changed += 1
+                                } else {
+                                    judgement.counts["text", default: StageCounts()].unchanged += 1
+                                }
+                            } catch {
+                                judgement.counts["text", default: StageCounts()].failed += 1
+                                judgement.failure = "\(snapshot.id): \(error.message)"
+                            }
                         }
-                    } catch {
-                        summary.stages["text", default: StageCounts()].failed += 1
-                        summary.failures.append("\(item.id): \(error.message)")
+                        if stages.contains("priority") {
+                            let verdict = await priority.score(text, context: snapshot.context)
+                            if !StatusStore.matchesStored(verdict, snapshot.priorityJSON) {
+                                judgement.priority = verdict
+                                judgement.stages.append("priority")
+                                judgement.counts["priority", default: StageCounts()].changed += 1
+                            } else {
+                                judgement.counts["priority", default: StageCounts()].unchanged += 1
+                            }
+                        }
+                        results.append(judgement)
                     }
-                }
-                if options.stages.contains("priority") {
-                    let verdict = await priority.score(content.text, context: content.context)
-                    if verdict != item.priority {
-                        updated.priority = verdict
-                        stagesChanged.append("priority")
-                        summary.stages["priority", default: StageCounts()].changed += 1
-                    } else {
-                        summary.stages["priority", default: StageCounts()].unchanged += 1
-                    }
+                    return (part, results)
                 }
             }
-            guard !stagesChanged.isEmpty else { continue }
-            updated.updatedAt = Date()
-            let why = updated.status != item.status ? "\(item.status.rawValue) → \(updated.status.rawValue): \(updated.reason ?? "allowed by the current wordlists")"
-                : "verdict details changed (\(stagesChanged.joined(separator: ", ")))"
-            changed.append((updated, item.status, stagesChanged.joined(separator: ","), why))
-            note(item: item, updated: updated, stage: stagesChanged.joined(separator: ","), why: why, options: options, summary: &summary)
+            var parts: [(Int, [TextJudgement])] = []
+            for await part in group { parts.append(part) }
+            return parts.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        }
+    }
+
+    private func reprocessTexts(_ snapshots: [StatusStore.TextSnapshot], options: Options, summary: inout Summary) async throws {
+        if snapshots.isEmpty { return }
+        // Judged on the light snapshots; only the changed columns are written back.
+        var pending: [String: (verdict: TextVerdict?, priority: PriorityVerdict?, stages: [String])] = [:]
+        for judgement in await judgeTexts(snapshots, stages: options.stages) {
+            for (stage, counts) in judgement.counts {
+                summary.stages[stage, default: StageCounts()].changed += counts.changed
+                summary.stages[stage, default: StageCounts()].unchanged += counts.unchanged
+                summary.stages[stage, default: StageCounts()].failed += counts.failed
+            }
+            if let failure = judgement.failure { summary.failures.append(failure) }
+            if !judgement.stages.isEmpty { pending[judgement.id] = (judgement.verdict, judgement.priority, judgement.stages) }
+        }
+        var updates: [StatusStore.TextUpdate] = []
+        for snapshot in snapshots {
+            guard let change = pending[snapshot.id] else { continue }
+            var status = snapshot.status
+            var reason = snapshot.reason
+            if let verdict = change.verdict {
+                status = verdict.allowed ? .approved : .blocked
+                reason = verdict.allowed ? nil : verdict.reason
+            }
+            let stage = change.stages.joined(separator: ",")
+            let why = status != snapshot.status ? "\(snapshot.status.rawValue) → \(status.rawValue): \(reason ?? "allowed by the current wordlists")"
+                : "verdict details changed (\(stage))"
+            updates.append(StatusStore.TextUpdate(id: snapshot.id, from: snapshot.status, status: status, reason: reason,
+                                                  verdict: change.verdict, priority: change.priority, stage: stage, why: why))
+            if status != snapshot.status {
+                summary.moves["\(snapshot.status.rawValue) → \(status.rawValue)", default: 0] += 1
+                if options.dryRun || summary.changes.count < 1000 {
+                    summary.changes.append(Change(id: snapshot.id, from: snapshot.status, to: status, stage: stage, why: why))
+                }
+            }
         }
         if !options.dryRun {
-            try store.commitReprocessBatch(runKey: options.runKey, changed: changed, done: items.map(\.id))
+            try store.commitTextReprocessBatch(runKey: options.runKey, updates: updates, done: snapshots.map(\.id))
         }
     }
 

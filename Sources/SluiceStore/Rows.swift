@@ -98,12 +98,21 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         reviewNote = item.review?.note
     }
 
-    private static func json<T: Encodable>(_ value: T) -> String? {
-        (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    /// Sorted keys: the same value always has the same text, so reprocessing can compare without decoding.
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    static func json<T: Encodable>(_ value: T) -> String? {
+        if let canonical = value as? any CanonicalJSON { return canonical.canonicalJSON }
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
-        text.flatMap { try? JSONDecoder().decode(type, from: Data($0.utf8)) }
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
+        text.flatMap { try? decoder.decode(type, from: Data($0.utf8)) }
     }
 
     var item: Item {

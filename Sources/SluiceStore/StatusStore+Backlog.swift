@@ -41,6 +41,57 @@ extension StatusStore {
         }
     }
 
+    /// Ids of the items matching the filter, ordered (no row decoding).
+    public func itemIDs(matching filter: ItemFilter) throws(StoreError) -> [String] {
+        try read("select item ids") { db in
+            var request = ItemRow.select(Column("id"))
+            if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
+            if !filter.statuses.isEmpty { request = request.filter(filter.statuses.map(\.rawValue).contains(Column("status"))) }
+            if let userId = filter.userId { request = request.filter(Column("userId") == userId) }
+            if let since = filter.since { request = request.filter(Column("createdAt") >= since) }
+            if let until = filter.until { request = request.filter(Column("createdAt") < until) }
+            return try String.fetchAll(db, request.order(Column("id")))
+        }
+    }
+
+    /// What text reprocessing needs, without decoding whole rows: kind, status, the message, and the stored
+    /// verdicts as their JSON text (compared against freshly encoded ones).
+    public struct TextSnapshot: Sendable {
+        public var id: String
+        public var kind: ItemKind
+        public var status: ItemStatus
+        public var reason: String?
+        public var text: String?
+        public var context: String?
+        public var verdictJSON: String?
+        public var priorityJSON: String?
+    }
+
+    public func textSnapshots(ids: [String]) throws(StoreError) -> [TextSnapshot] {
+        try read("read \(ids.count) snapshots") { db in
+            var result: [TextSnapshot] = []
+            result.reserveCapacity(ids.count)
+            for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, kind, status, text, textContext, textVerdict, priority, reason FROM item WHERE id IN (\(chunk.map { _ in "?" }.joined(separator: ",")))",
+                                               arguments: StatementArguments(chunk))
+                while let row = try rows.next() {
+                    guard let kind = ItemKind(rawValue: row[1]), let status = ItemStatus(rawValue: row[2]) else { continue }
+                    result.append(TextSnapshot(id: row[0], kind: kind, status: status, reason: row[7], text: row[3], context: row[4],
+                                               verdictJSON: row[5], priorityJSON: row[6]))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Whether `value` equals what is stored as `json`: compares the text first (rows written with sorted keys),
+    /// and decodes only when the text differs.
+    public static func matchesStored<T: Codable & Equatable>(_ value: T, _ json: String?) -> Bool {
+        guard let json else { return false }
+        if ItemRow.json(value) == json { return true }
+        return ItemRow.decode(T.self, json) == value
+    }
+
     public func items(ids: [String]) throws(StoreError) -> [Item] {
         try read("read \(ids.count) items") { db in
             var result: [Item] = []
@@ -87,6 +138,49 @@ extension StatusStore {
                 try ItemRow(change.item).save(db)
                 try EventRow(ItemEvent(itemId: change.item.id, at: change.item.updatedAt, type: "reprocess", fromStatus: change.from,
                                        toStatus: change.item.status, stage: change.stage, detail: change.why)).insert(db)
+            }
+            let statement = try db.makeStatement(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId = ?")
+            for id in done { try statement.execute(arguments: [runKey, id]) }
+        }
+    }
+
+    /// A text item's new verdict from reprocessing: only these columns change.
+    public struct TextUpdate: Sendable {
+        public var id: String
+        public var from: ItemStatus
+        public var status: ItemStatus
+        public var reason: String?
+        public var verdict: TextVerdict?
+        public var priority: PriorityVerdict?
+        public var stage: String
+        public var why: String
+
+        public init(id: String, from: ItemStatus, status: ItemStatus, reason: String?, verdict: TextVerdict?, priority: PriorityVerdict?,
+                    stage: String, why: String) {
+            self.id = id
+            self.from = from
+            self.status = status
+            self.reason = reason
+            self.verdict = verdict
+            self.priority = priority
+            self.stage = stage
+            self.why = why
+        }
+    }
+
+    /// Text counterpart of `commitReprocessBatch`: targeted updates, one `reprocess` event each, all marked done.
+    public func commitTextReprocessBatch(runKey: String, updates: [TextUpdate], done: [String]) throws(StoreError) {
+        try write("commit text reprocess batch") { db in
+            let now = Date()
+            let update = try db.makeStatement(sql: """
+                UPDATE item SET status = ?, reason = ?, textVerdict = COALESCE(?, textVerdict), priority = COALESCE(?, priority),
+                updatedAt = ? WHERE id = ?
+                """)
+            for change in updates {
+                try update.execute(arguments: [change.status.rawValue, change.reason, change.verdict.flatMap(ItemRow.json),
+                                               change.priority.flatMap(ItemRow.json), now, change.id])
+                try EventRow(ItemEvent(itemId: change.id, at: now, type: "reprocess", fromStatus: change.from, toStatus: change.status,
+                                       stage: change.stage, detail: change.why)).insert(db)
             }
             let statement = try db.makeStatement(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId = ?")
             for id in done { try statement.execute(arguments: [runKey, id]) }

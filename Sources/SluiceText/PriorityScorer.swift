@@ -90,15 +90,23 @@ public struct PriorityScorer: Sendable {
         }
         for (weight, _) in found { score += weight }
 
-        let exclamations = Self.longestRun(of: "!", in: text)
+        let exclamations = Self.longestRun(of: UInt8(ascii: "!"), in: text)
         if exclamations >= 2 {
             let weight = exclamations >= 3 ? 15 : 10
             score += weight
             found.append((weight, "exclamations: \(String(repeating: "!", count: min(exclamations, 5)))"))
         }
-        let letters = text.unicodeScalars.filter { $0.properties.isAlphabetic && $0.isASCII }
-        let capitals = letters.filter { $0.properties.isUppercase }.count
-        if letters.count >= 8, Double(capitals) / Double(letters.count) >= 0.7 {
+        var letters = 0
+        var capitals = 0
+        for byte in text.utf8 {
+            if byte >= 0x41 && byte <= 0x5A {
+                letters += 1
+                capitals += 1
+            } else if byte >= 0x61 && byte <= 0x7A {
+                letters += 1
+            }
+        }
+        if letters >= 8, Double(capitals) / Double(letters) >= 0.7 {
             score += 20
             found.append((20, "shouting in capitals"))
         }
@@ -129,9 +137,12 @@ public struct PriorityScorer: Sendable {
 
     /// Lowercased words with clock times kept whole ("5pm", "10:30").
     static func words(_ text: String) -> [String] {
+        if let ascii = asciiWords(text) { return mergeClockTimes(ascii) }
         var result: [String] = []
         var current = ""
-        for scalar in TextNormalizer.normalizeTerm(text.replacingOccurrences(of: ":", with: "")).unicodeScalars {
+        // "10:30" stays one clock time.
+        let source = text.utf8.contains(UInt8(ascii: ":")) ? String(text.unicodeScalars.filter { $0 != ":" }) : text
+        for scalar in TextNormalizer.normalizeTerm(source).unicodeScalars {
             if scalar == " " {
                 if !current.isEmpty { result.append(current) }
                 current = ""
@@ -140,6 +151,53 @@ public struct PriorityScorer: Sendable {
             }
         }
         if !current.isEmpty { result.append(current) }
+        return mergeClockTimes(result)
+    }
+
+    /// ASCII fast path with the folding path's rules: letters and digits lowercased, ':' inside a word ignored,
+    /// an apostrophe before a clitic ("'s", "'ll", "'re", "'ve", "'d", "'m", "'t") at a word's end dropped
+    /// with it, any other apostrophe skipped. Nil for non-ASCII text.
+    static func asciiWords(_ text: String) -> [String]? {
+        let result: [String]?? = text.utf8.withContiguousStorageIfAvailable { bytes -> [String]? in
+            var words: [String] = []
+            var current: [UInt8] = []
+            current.reserveCapacity(16)
+            var index = 0
+            func flush() {
+                if !current.isEmpty { words.append(String(decoding: current, as: UTF8.self)) }
+                current.removeAll(keepingCapacity: true)
+            }
+            func isAlnum(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) }
+            func isLetter(_ b: UInt8) -> Bool { (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) }
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte >= 0x80 { return nil }
+                if isAlnum(byte) {
+                    current.append(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte)
+                } else if byte == UInt8(ascii: ":") {
+                    // "10:30" stays one word.
+                } else if (byte == 0x27 || byte == 0x60), let last = current.last, last >= 0x61 && last <= 0x7A {
+                    var end = index + 1
+                    while end < bytes.count, isLetter(bytes[end]) { end += 1 }
+                    let suffix = String(decoding: bytes[(index + 1)..<end], as: UTF8.self).lowercased()
+                    let endsWord = end == bytes.count || !isAlnum(bytes[end])
+                    if endsWord, ["s", "ll", "re", "ve", "d", "m", "t"].contains(suffix) {
+                        flush()
+                        index = end
+                        continue
+                    }
+                } else {
+                    flush()
+                }
+                index += 1
+            }
+            flush()
+            return words
+        }
+        return result ?? nil
+    }
+
+    static func mergeClockTimes(_ result: [String]) -> [String] {
         // "5 pm" → "5pm"
         var merged: [String] = []
         for word in result {
@@ -154,19 +212,19 @@ public struct PriorityScorer: Sendable {
 
     static func isNumber(_ word: String) -> Bool { !word.isEmpty && word.allSatisfy(\.isASCII) && word.allSatisfy(\.isNumber) }
 
+    /// Words are already folded to lowercase.
     static func isClockTime(_ word: String) -> Bool {
-        let lowered = word.lowercased()
-        let digits = lowered.prefix { $0.isNumber }
+        let digits = word.prefix { $0.isNumber }
         guard !digits.isEmpty, digits.count <= 4 else { return false }
-        let rest = lowered.dropFirst(digits.count)
+        let rest = word.dropFirst(digits.count)
         return rest.isEmpty || rest == "am" || rest == "pm" || rest == "h"
     }
 
-    static func longestRun(of character: Character, in text: String) -> Int {
+    static func longestRun(of byte: UInt8, in text: String) -> Int {
         var longest = 0
         var current = 0
-        for char in text {
-            current = char == character ? current + 1 : 0
+        for char in text.utf8 {
+            current = char == byte ? current + 1 : 0
             longest = max(longest, current)
         }
         return longest

@@ -1,0 +1,95 @@
+/// A fast, canonical JSON text (sorted keys, no whitespace) for the verdict types the store keeps as JSON:
+/// the same value always gives the same text, so reprocessing compares text instead of decoding.
+public protocol CanonicalJSON {
+    func writeCanonicalJSON(into output: inout String)
+}
+
+extension CanonicalJSON {
+    public var canonicalJSON: String {
+        var output = ""
+        output.reserveCapacity(128)
+        writeCanonicalJSON(into: &output)
+        return output
+    }
+}
+
+enum JSONText {
+    static func string(_ value: String, into output: inout String) {
+        output.append("\"")
+        // Fast path: nothing to escape (no quote, backslash, control character, U+2028/2029's lead byte 0xE2).
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }) {
+            output.append(value)
+            output.append("\"")
+            return
+        }
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": output.append("\\\"")
+            case "\\": output.append("\\\\")
+            case "\n": output.append("\\n")
+            case "\r": output.append("\\r")
+            case "\t": output.append("\\t")
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                    let hex = String(scalar.value, radix: 16)
+                    output.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
+                } else {
+                    output.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        output.append("\"")
+    }
+
+    static func optionalString(_ value: String?, into output: inout String) {
+        if let value { string(value, into: &output) } else { output.append("null") }
+    }
+
+    static func strings(_ values: [String], into output: inout String) {
+        output.append("[")
+        for (index, value) in values.enumerated() {
+            if index > 0 { output.append(",") }
+            string(value, into: &output)
+        }
+        output.append("]")
+    }
+}
+
+extension TextVerdict: CanonicalJSON {
+    public func writeCanonicalJSON(into output: inout String) {
+        output.append(#"{"allowed":"#)
+        output.append(allowed ? "true" : "false")
+        output.append(#","censored":"#)
+        JSONText.string(censored, into: &output)
+        output.append(#","matches":["#)
+        for (index, match) in matches.enumerated() {
+            if index > 0 { output.append(",") }
+            output.append(#"{"category":"#)
+            JSONText.string(match.category, into: &output)
+            output.append(#","end":\#(match.end),"severity":"\#(match.severity.rawValue)","start":\#(match.start),"term":"#)
+            JSONText.string(match.term, into: &output)
+            output.append("}")
+        }
+        output.append(#"],"reason":"#)
+        JSONText.optionalString(reason, into: &output)
+        output.append("}")
+    }
+}
+
+extension PriorityVerdict: CanonicalJSON {
+    public func writeCanonicalJSON(into output: inout String) {
+        output.append(#"{"engine":"#)
+        JSONText.string(engine, into: &output)
+        if let fallbackReason {
+            output.append(#","fallbackReason":"#)
+            JSONText.string(fallbackReason, into: &output)
+        }
+        output.append(#","isUrgent":\#(isUrgent ? "true" : "false"),"priority":"#)
+        JSONText.string(priority, into: &output)
+        output.append(#","reason":"#)
+        JSONText.string(reason, into: &output)
+        output.append(#","urgencyIndicators":"#)
+        JSONText.strings(urgencyIndicators, into: &output)
+        output.append(#","urgencyScore":\#(urgencyScore)}"#)
+    }
+}
