@@ -116,8 +116,11 @@ extension StatusStore {
             try db.execute(sql: "INSERT INTO reprocessRun (runKey, arguments, state, startedAt) VALUES (?, ?, 'running', ?)",
                            arguments: [runKey, arguments, Date()])
             let ids = try itemIds()
-            let statement = try db.makeStatement(sql: "INSERT INTO reprocessItem (runKey, itemId) VALUES (?, ?)")
-            for id in ids { try statement.execute(arguments: [runKey, id]) }
+            for chunk in stride(from: 0, to: ids.count, by: 400).map({ Array(ids[$0..<min($0 + 400, ids.count)]) }) {
+                let values = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ",")
+                try db.execute(sql: "INSERT INTO reprocessItem (runKey, itemId) VALUES \(values)",
+                               arguments: StatementArguments(chunk.flatMap { [runKey, $0] }))
+            }
             return ReprocessRunState(runKey: runKey, resumed: false, total: ids.count, done: 0)
         }
     }
@@ -139,8 +142,15 @@ extension StatusStore {
                 try EventRow(ItemEvent(itemId: change.item.id, at: change.item.updatedAt, type: "reprocess", fromStatus: change.from,
                                        toStatus: change.item.status, stage: change.stage, detail: change.why)).insert(db)
             }
-            let statement = try db.makeStatement(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId = ?")
-            for id in done { try statement.execute(arguments: [runKey, id]) }
+            try Self.markDone(db, runKey: runKey, ids: done)
+        }
+    }
+
+    /// Marks items done with one statement per 500 ids.
+    static func markDone(_ db: Database, runKey: String, ids: [String]) throws {
+        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+            try db.execute(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId IN (\(chunk.map { _ in "?" }.joined(separator: ",")))",
+                           arguments: StatementArguments([runKey] + chunk))
         }
     }
 
@@ -182,8 +192,7 @@ extension StatusStore {
                 try EventRow(ItemEvent(itemId: change.id, at: now, type: "reprocess", fromStatus: change.from, toStatus: change.status,
                                        stage: change.stage, detail: change.why)).insert(db)
             }
-            let statement = try db.makeStatement(sql: "UPDATE reprocessItem SET done = 1 WHERE runKey = ? AND itemId = ?")
-            for id in done { try statement.execute(arguments: [runKey, id]) }
+            try Self.markDone(db, runKey: runKey, ids: done)
         }
     }
 

@@ -10,6 +10,8 @@ public struct PriorityScorer: Sendable {
         public var phrase: [String]
         public var weight: Int
         public var kind: String
+        /// The phrase as written in the TSV, for explanations ("can't wait", not its folded "can wait").
+        public var label: String
     }
 
     private let indicators: [String: [Indicator]]
@@ -47,7 +49,7 @@ public struct PriorityScorer: Sendable {
             }
             let phrase = TextNormalizer.normalizeTerm(columns[0]).split(separator: " ").map(String.init)
             guard !phrase.isEmpty else { throw WordlistError(source: file.path, line: index + 1, message: "empty phrase") }
-            indicators.append(Indicator(phrase: phrase, weight: weight, kind: columns[2]))
+            indicators.append(Indicator(phrase: phrase, weight: weight, kind: columns[2], label: columns[0]))
         }
         return PriorityScorer(indicators: indicators)
     }
@@ -63,7 +65,7 @@ public struct PriorityScorer: Sendable {
             for indicator in indicators[words[index]] ?? [] where indicator.phrase.count > matched {
                 guard index + indicator.phrase.count <= words.count,
                       Array(words[index..<(index + indicator.phrase.count)]) == indicator.phrase else { continue }
-                let phraseText = indicator.phrase.joined(separator: " ")
+                let phraseText = indicator.label
                 let negated = indicator.kind != "negative"
                     && words[max(0, index - 3)..<index].contains(where: Self.negators.contains)
                 if negated {
