@@ -108,6 +108,7 @@ public struct Reprocessor: Sendable {
             summary.resumed = state.resumed
             summary.total = state.total
             summary.alreadyDone = state.done
+            if state.resumed { try finishInterruptedFileSteps(runKey: options.runKey) }
             ids = try store.pendingReprocessItems(runKey: options.runKey)
         }
         let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
@@ -125,6 +126,30 @@ public struct Reprocessor: Sendable {
         summary.seconds = (clock.now - started).milliseconds / 1000
         summary.itemsPerSecond = summary.seconds > 0 ? Double(ids.count) / summary.seconds : 0
         return summary
+    }
+
+    /// A run killed between a commit and its deletions leaves files the committed rows no longer point at;
+    /// an image that is no longer approved must not keep a served output.
+    private func finishInterruptedFileSteps(runKey: String) throws {
+        let done = try store.items(ids: try store.doneReprocessItems(runKey: runKey)).filter { $0.kind == .image }
+        for item in done {
+            let parts = item.id.split(separator: "/").map(String.init)
+            guard parts.count == 2 else { continue }
+            let approved = root.approved.appendingPathComponent(parts[0]).appendingPathComponent("\(parts[1]).jpg")
+            let thumbnail = root.thumbnails.appendingPathComponent(parts[0]).appendingPathComponent("\(parts[1]).jpg")
+            if item.status != .approved {
+                try? FileOps.remove(approved)
+                try? FileOps.remove(thumbnail)
+            } else {
+                for folder in [root.quarantine, root.review, root.rejected] {
+                    let kept = folder.appendingPathComponent(parts[0])
+                    for name in (try? FileManager.default.contentsOfDirectory(atPath: kept.path)) ?? []
+                    where (name as NSString).deletingPathExtension == parts[1] {
+                        try? FileOps.remove(kept.appendingPathComponent(name))
+                    }
+                }
+            }
+        }
     }
 
     // MARK: Text

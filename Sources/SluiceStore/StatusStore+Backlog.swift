@@ -125,6 +125,13 @@ extension StatusStore {
         }
     }
 
+    /// Ids of the run already done (for cleanup after an interruption).
+    public func doneReprocessItems(runKey: String) throws(StoreError) -> [String] {
+        try read("read reprocess progress") { db in
+            try String.fetchAll(db, sql: "SELECT itemId FROM reprocessItem WHERE runKey = ? AND done ORDER BY itemId", arguments: [runKey])
+        }
+    }
+
     /// Ids of the run not done yet, in order.
     public func pendingReprocessItems(runKey: String) throws(StoreError) -> [String] {
         try read("read reprocess progress") { db in
