@@ -1,4 +1,5 @@
 import NIOPosix
+import SluiceCore
 
 /// A fixed set of threads for CPU-bound libvips work, so decodes never pile up on the async executor.
 public struct CPUPool: Sendable {
@@ -11,6 +12,13 @@ public struct CPUPool: Sendable {
 
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(body)
+    }
+
+    /// Runs imaging work on the pool; the pool itself failing (shut down) is `nil`.
+    func imaging<T: Sendable>(_ body: @escaping @Sendable () throws(ImagingError) -> T) async -> Result<T, ImagingError>? {
+        try? await run { () -> Result<T, ImagingError> in
+            do throws(ImagingError) { return .success(try body()) } catch { return .failure(error) }
+        }
     }
 
     public func shutdown() async {

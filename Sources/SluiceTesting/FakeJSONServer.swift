@@ -50,7 +50,6 @@ public final class FakeJSONServer: Sendable {
     public var received: [Received] { state.withLock { $0 } }
 
     public static func start(_ handler: @escaping @Sendable (Received, Int) -> Reply) async throws -> FakeJSONServer {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let box = Mutex<FakeJSONServer?>(nil)
         let router = Router()
         let respond: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
@@ -59,15 +58,7 @@ public final class FakeJSONServer: Sendable {
         }
         router.post("**", use: respond)
         router.get("**", use: respond)
-        let app = Application(router: router,
-                              configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "fake-json"),
-                              onServerRunning: { channel in
-                                  continuation.yield(channel.localAddress?.port ?? 0)
-                                  continuation.finish()
-                              })
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var port = 0
-        for await value in ports { port = value }
+        let (port, task) = await LoopbackServer.start(router, name: "fake-json")
         let server = FakeJSONServer(port: port, handler: handler)
         server.task.withLock { $0 = task }
         box.withLock { $0 = server }

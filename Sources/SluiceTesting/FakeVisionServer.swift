@@ -50,7 +50,6 @@ public final class FakeVisionServer: Sendable {
 
     /// Starts on a free loopback port. `handler` gets each request and its 0-based call index.
     public static func start(_ handler: @escaping @Sendable (Received, Int) -> Reply) async throws -> FakeVisionServer {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let box = Mutex<FakeVisionServer?>(nil)
         let router = Router()
         router.post("**") { request, _ -> Response in
@@ -58,15 +57,7 @@ public final class FakeVisionServer: Sendable {
             return try await server.respond(to: request)
         }
         router.get("**") { _, _ -> Response in Response(status: .notFound) }
-        let app = Application(router: router,
-                              configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "fake-vision"),
-                              onServerRunning: { channel in
-                                  continuation.yield(channel.localAddress?.port ?? 0)
-                                  continuation.finish()
-                              })
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var port = 0
-        for await value in ports { port = value }
+        let (port, task) = await LoopbackServer.start(router, name: "fake-vision")
         let server = FakeVisionServer(port: port, handler: handler)
         server.task.withLock { $0 = task }
         box.withLock { $0 = server }

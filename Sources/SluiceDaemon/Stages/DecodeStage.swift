@@ -17,15 +17,10 @@ struct DecodeStage: Stage {
     func run(_ input: Input) async -> StageOutcome<ProcessedImage> {
         let processor = processor
         let options = options
-        let result: Result<ProcessedImage, ImagingError>
-        do {
-            result = try await pool.run {
-                do throws(ImagingError) {
-                    return .success(try processor.process(input.bytes, format: input.format, options: options))
-                } catch { return .failure(error) }
-            }
-        } catch {
-            return .finish(.review(reason: "image worker pool unavailable: \(error)"))
+        guard let result = await pool.imaging({ () throws(ImagingError) in
+            try processor.process(input.bytes, format: input.format, options: options)
+        }) else {
+            return .finish(.review(reason: "image worker pool unavailable"))
         }
         switch result {
         case let .success(image): return .proceed(image)

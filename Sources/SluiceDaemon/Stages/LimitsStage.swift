@@ -15,13 +15,8 @@ struct LimitsStage: Stage {
 
     func run(_ input: Input) async -> StageOutcome<ImageHeader> {
         let processor = processor
-        let result: Result<ImageHeader, ImagingError>
-        do {
-            result = try await pool.run {
-                do throws(ImagingError) { return .success(try processor.header(input.bytes, format: input.format)) } catch { return .failure(error) }
-            }
-        } catch {
-            return .finish(.review(reason: "image worker pool unavailable: \(error)"))
+        guard let result = await pool.imaging({ () throws(ImagingError) in try processor.header(input.bytes, format: input.format) }) else {
+            return .finish(.review(reason: "image worker pool unavailable"))
         }
         switch result {
         case let .failure(error):

@@ -7,24 +7,13 @@ import SluiceCore
 public struct AnthropicCaptionProvider: CaptionProvider {
     public static let apiVersion = "2023-06-01"
     public let name = "anthropic"
-    public let model: String
-    let url: String
-    let apiKey: String?
-    let prompt: String
-    let maxTokens: Int
-    let http: ProviderHTTP
-    public let caller: ResilientCaller
+    let endpoint: CaptionEndpoint
+    public var model: String { endpoint.model }
+    public var caller: ResilientCaller { endpoint.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        model = config.effectiveModel
-        url = OpenAICompatibleCaptionProvider.join(config.effectiveBaseURL, "/v1/messages")
-        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
-        prompt = config.prompt
-        maxTokens = config.maxTokens
-        http = ProviderHTTP(name: "caption provider (anthropic)", client: client, timeoutSeconds: config.timeoutSeconds,
-                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
-        caller = ResilientCaller(provider: name, retry: config.retryPolicy, breaker: config.breakerPolicy,
-                                 maxInFlight: config.maxInFlight, logger: logger)
+        endpoint = CaptionEndpoint(provider: "anthropic", path: "/v1/messages", config: config,
+                                   environment: environment, client: client, logger: logger)
     }
 
     struct Request: Encodable {
@@ -66,16 +55,16 @@ public struct AnthropicCaptionProvider: CaptionProvider {
     }
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
-        let request = Request(model: model, max_tokens: maxTokens, messages: [
+        let request = Request(model: model, max_tokens: endpoint.maxTokens, messages: [
             .init(role: "user", content: [
                 .init(type: "image", source: .init(type: "base64", media_type: mimeType, data: image.base64EncodedString())),
-                .init(type: "text", text: prompt),
+                .init(type: "text", text: endpoint.prompt),
             ]),
         ])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = [("anthropic-version", Self.apiVersion)] + (apiKey.map { [("x-api-key", $0)] } ?? [])
+        let headers = [("anthropic-version", Self.apiVersion)] + (endpoint.apiKey.map { [("x-api-key", $0)] } ?? [])
         let started = Date()
-        let (http, url, model, name) = (http, url, model, name)
+        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)

@@ -6,25 +6,15 @@ import SluiceCore
 /// Google Gemini `{baseURL}/v1beta/models/{model}:generateContent` with `x-goog-api-key`.
 public struct GeminiCaptionProvider: CaptionProvider {
     public let name = "gemini"
-    public let model: String
-    let url: String
-    let apiKey: String?
-    let prompt: String
-    let maxTokens: Int
-    let http: ProviderHTTP
-    public let caller: ResilientCaller
+    let endpoint: CaptionEndpoint
+    public var model: String { endpoint.model }
+    public var caller: ResilientCaller { endpoint.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        model = config.effectiveModel
+        let model = config.effectiveModel
         let escapedModel = model.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? model
-        url = OpenAICompatibleCaptionProvider.join(config.effectiveBaseURL, "/v1beta/models/\(escapedModel):generateContent")
-        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
-        prompt = config.prompt
-        maxTokens = config.maxTokens
-        http = ProviderHTTP(name: "caption provider (gemini)", client: client, timeoutSeconds: config.timeoutSeconds,
-                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
-        caller = ResilientCaller(provider: name, retry: config.retryPolicy, breaker: config.breakerPolicy,
-                                 maxInFlight: config.maxInFlight, logger: logger)
+        endpoint = CaptionEndpoint(provider: "gemini", path: "/v1beta/models/\(escapedModel):generateContent", config: config,
+                                   environment: environment, client: client, logger: logger)
     }
 
     struct Request: Encodable {
@@ -69,13 +59,13 @@ public struct GeminiCaptionProvider: CaptionProvider {
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
         let request = Request(contents: [.init(parts: [
-            .init(text: prompt),
+            .init(text: endpoint.prompt),
             .init(inline_data: .init(mime_type: mimeType, data: image.base64EncodedString())),
-        ])], generationConfig: .init(maxOutputTokens: maxTokens))
+        ])], generationConfig: .init(maxOutputTokens: endpoint.maxTokens))
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = apiKey.map { [("x-goog-api-key", $0)] } ?? []
+        let headers = endpoint.apiKey.map { [("x-goog-api-key", $0)] } ?? []
         let started = Date()
-        let (http, url, model, name) = (http, url, model, name)
+        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)

@@ -8,24 +8,13 @@ import SluiceCore
 /// is appended).
 public struct OpenAICompatibleCaptionProvider: CaptionProvider {
     public let name = "openai-compatible"
-    public let model: String
-    let url: String
-    let apiKey: String?
-    let prompt: String
-    let maxTokens: Int
-    let http: ProviderHTTP
-    public let caller: ResilientCaller
+    let endpoint: CaptionEndpoint
+    public var model: String { endpoint.model }
+    public var caller: ResilientCaller { endpoint.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        model = config.effectiveModel
-        url = Self.join(config.effectiveBaseURL, "/chat/completions")
-        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
-        prompt = config.prompt
-        maxTokens = config.maxTokens
-        http = ProviderHTTP(name: "caption provider (openai-compatible)", client: client, timeoutSeconds: config.timeoutSeconds,
-                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
-        caller = ResilientCaller(provider: name, retry: config.retryPolicy, breaker: config.breakerPolicy,
-                                 maxInFlight: config.maxInFlight, logger: logger)
+        endpoint = CaptionEndpoint(provider: "openai-compatible", path: "/chat/completions", config: config,
+                                   environment: environment, client: client, logger: logger)
     }
 
     struct Request: Encodable {
@@ -64,16 +53,16 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
     }
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
-        let request = Request(model: model, max_tokens: maxTokens, messages: [
+        let request = Request(model: model, max_tokens: endpoint.maxTokens, messages: [
             .init(role: "user", content: [
-                .init(type: "text", text: prompt),
+                .init(type: "text", text: endpoint.prompt),
                 .init(type: "image_url", image_url: .init(url: "data:\(mimeType);base64,\(image.base64EncodedString())")),
             ]),
         ])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
+        let headers = endpoint.apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
         let started = Date()
-        let (http, url, model, name) = (http, url, model, name)
+        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)
@@ -87,9 +76,5 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
         }
     }
 
-    static func join(_ base: String, _ path: String) -> String {
-        var base = base
-        while base.hasSuffix("/") { base.removeLast() }
-        return base + path
-    }
+    static func join(_ base: String, _ path: String) -> String { CaptionEndpoint.join(base, path) }
 }

@@ -1,0 +1,34 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import SluiceCore
+
+/// What every caption adapter shares: model, URL, key, prompt, limits, HTTP and resilience.
+struct CaptionEndpoint: Sendable {
+    let model: String
+    let url: String
+    let apiKey: String?
+    let prompt: String
+    let maxTokens: Int
+    let http: ProviderHTTP
+    let caller: ResilientCaller
+
+    /// `path` is appended to the configured base URL.
+    init(provider: String, path: String, config: CaptionConfig, environment: [String: String], client: HTTPClient, logger: Logger) {
+        model = config.effectiveModel
+        url = Self.join(config.effectiveBaseURL, path)
+        apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
+        prompt = config.prompt
+        maxTokens = config.maxTokens
+        http = ProviderHTTP(name: "caption provider (\(provider))", client: client, timeoutSeconds: config.timeoutSeconds,
+                            maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
+        caller = ResilientCaller(provider: provider, retry: config.retryPolicy, breaker: config.breakerPolicy,
+                                 maxInFlight: config.maxInFlight, logger: logger)
+    }
+
+    static func join(_ base: String, _ path: String) -> String {
+        var base = base
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + path
+    }
+}
