@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     ],
     targets: [
         // C: libvips and libexif, touched only by SluiceImaging.
@@ -39,6 +40,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .target(name: "SluiceStore", dependencies: [
             "SluiceCore",
@@ -72,6 +74,7 @@ let package = Package(
         .testTarget(name: "SluiceTests", dependencies: [
             "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon", "SluiceText",
             "SluiceCLI", "SluiceTesting", "sluice",
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ]),
     ],
     swiftLanguageModes: [.v6]
