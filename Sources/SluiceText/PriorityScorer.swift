@@ -21,6 +21,8 @@ public struct PriorityScorer: Sendable {
                                          "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime"]
     static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
                                      "h", "m"]
+    static let deadlineWords: Set<String> = ["by", "before", "until", "till"]
+    static let durationWords: Set<String> = ["in", "within"]
     static let questionWords: Set<String> = ["can", "could", "will", "would", "are", "is", "do", "does", "did", "when", "where", "what",
                                              "why", "how", "who", "have", "has", "should", "any"]
 
@@ -64,7 +66,7 @@ public struct PriorityScorer: Sendable {
             var matched = 0
             for indicator in indicators[words[index]] ?? [] where indicator.phrase.count > matched {
                 guard index + indicator.phrase.count <= words.count,
-                      Array(words[index..<(index + indicator.phrase.count)]) == indicator.phrase else { continue }
+                      words[index..<(index + indicator.phrase.count)].elementsEqual(indicator.phrase) else { continue }
                 let phraseText = indicator.label
                 let negated = indicator.kind != "negative"
                     && words[max(0, index - 3)..<index].contains(where: Self.negators.contains)
@@ -76,12 +78,12 @@ public struct PriorityScorer: Sendable {
                 matched = indicator.phrase.count
             }
             // Deadlines and times: "by 5pm", "before noon", "in 10 minutes", "within 2 hours".
-            if ["by", "before", "until", "till"].contains(words[index]), index + 1 < words.count,
+            if Self.deadlineWords.contains(words[index]), index + 1 < words.count,
                Self.isClockTime(words[index + 1]) || Self.timeWords.contains(words[index + 1]) {
                 let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
                 found.append((25, "deadline: \(label)"))
                 matched = max(matched, 2)
-            } else if ["in", "within"].contains(words[index]), index + 2 < words.count, Self.isNumber(words[index + 1]),
+            } else if Self.durationWords.contains(words[index]), index + 2 < words.count, Self.isNumber(words[index + 1]),
                       Self.units.contains(words[index + 2]) {
                 let amount = Int(words[index + 1]) ?? 99
                 let minutes = words[index + 2].hasPrefix("h") ? amount * 60 : words[index + 2].hasPrefix("s") ? 0 : amount
