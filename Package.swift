@@ -54,7 +54,14 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .target(name: "SluiceAPI", dependencies: [
+            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "SluiceCLI", dependencies: [
+            "SluiceAPI",
             "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceText", "SluiceImaging",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -75,6 +82,9 @@ let package = Package(
             "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon", "SluiceText",
             "SluiceCLI", "SluiceTesting", "sluice",
             .product(name: "MetricsTestKit", package: "swift-metrics"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            "SluiceAPI",
         ]),
     ],
     swiftLanguageModes: [.v6]

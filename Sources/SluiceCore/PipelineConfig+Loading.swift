@@ -74,6 +74,8 @@ extension PipelineConfig {
         try require((1...20).contains(caption.maxAttempts), "caption.maxAttempts", "must be 1...20")
         try require((1...256).contains(caption.maxInFlight), "caption.maxInFlight", "must be 1...256")
         try require(!caption.prompt.isEmpty, "caption.prompt", "must not be empty")
+        try require((1...65535).contains(api.port), "api.port", "must be 1...65535")
+        try require(!api.host.isEmpty, "api.host", "must not be empty")
         try require(PriorityConfig.engines.contains(priority.engine), "priority.engine",
                     "\"\(priority.engine)\" is not allowed; allowed: \(PriorityConfig.engines.joined(separator: ", "))")
         for (severity, action) in text.actions.sorted(by: { $0.key < $1.key }) {
@@ -149,6 +151,7 @@ private struct ConfigFile: Decodable {
     var text: TextSection?
     var caption: CaptionConfig
     var priority: PriorityConfig
+    var api: APIConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -160,7 +163,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api
     }
 
     struct TextSection: Decodable {
@@ -205,6 +208,7 @@ private struct ConfigFile: Decodable {
         text = try c.decodeIfPresent(TextSection.self, forKey: .text)
         caption = try c.value(.caption, default: CaptionConfig())
         priority = try c.value(.priority, default: PriorityConfig())
+        api = try c.value(.api, default: APIConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -229,6 +233,7 @@ private struct ConfigFile: Decodable {
                                     text: textConfig)
         config.caption = caption
         config.priority = priority
+        config.api = api
         return config
     }
 }
@@ -365,6 +370,21 @@ extension PriorityConfig: Decodable {
         v.model = try c.value(.model, default: v.model)
         v.apiKeyEnv = try c.value(.apiKeyEnv, default: v.apiKeyEnv)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        self = v
+    }
+}
+
+extension APIConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case host, port, appTokensEnv, jwtSecretEnv }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = APIConfig()
+        v.host = try c.value(.host, default: v.host)
+        v.port = try c.value(.port, default: v.port)
+        v.appTokensEnv = try c.value(.appTokensEnv, default: v.appTokensEnv)
+        v.jwtSecretEnv = try c.value(.jwtSecretEnv, default: v.jwtSecretEnv)
         self = v
     }
 }

@@ -14,6 +14,7 @@ public struct PipelineConfig: Sendable, Equatable {
     public var text: TextConfig
     public var caption: CaptionConfig = CaptionConfig()
     public var priority: PriorityConfig = PriorityConfig()
+    public var api: APIConfig = APIConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -244,5 +245,16 @@ public struct PriorityConfig: Sendable, Equatable {
     public var model: String = "gpt-4o-mini"
     public var apiKeyEnv: String = "OPENAI_API_KEY"
     public var timeoutSeconds: Double = 20
+    public init() {}
+}
+
+/// `sluice serve`.
+public struct APIConfig: Sendable, Equatable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// Env var with comma-separated app tokens for trusted backends.
+    public var appTokensEnv: String = "SLUICE_APP_TOKENS"
+    /// Env var with the HS256 secret for end-user JWTs.
+    public var jwtSecretEnv: String = "SLUICE_JWT_SECRET"
     public init() {}
 }

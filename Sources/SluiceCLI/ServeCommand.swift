@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SluiceAPI
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the HTTP API over the status store (separate process from the daemon, same data root).")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Port (default: api.port).")
+    var port: Int?
+
+    func run() async throws {
+        try common.bootstrapLogging(default: .info)
+        let config = try common.loadConfig().config
+        if let port, !(1...65535).contains(port) { throw ValidationError("--port must be 1...65535") }
+        let logger = Logger(label: "sluice.api")
+        let services: APIServices
+        do {
+            services = try APIServices.load(config: config, environment: ProcessInfo.processInfo.environment, logger: logger)
+        } catch {
+            throw CLIError(message: "cannot start: \(error)")
+        }
+        let app = buildApplication(services: services, environment: ProcessInfo.processInfo.environment, port: port, logger: logger)
+        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}

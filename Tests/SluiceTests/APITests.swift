@@ -1,0 +1,230 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import SluiceAPI
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// `sluice serve`'s routes in process (Hummingbird's router testing) over a real data root.
+@Suite(.serialized) struct APITests {
+    static let environment = ["SLUICE_APP_TOKENS": "app-1, app-2", "SLUICE_JWT_SECRET": "jwt-secret"]
+
+    /// alice/a approved (rocket), alice/r in review, bob/b approved; text item t1 by alice.
+    func makeServices(_ root: TemporaryDataRoot) async throws -> APIServices {
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "alice", name: "a.jpg")
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "bob", name: "b.png")
+        try await runOnce(root, server: clean)
+        let possible = try await FakeVisionServer.always(SafeSearch(adult: .possible, spoof: .unlikely, medical: .unlikely,
+                                                                    violence: .unlikely, racy: .unlikely))
+        defer { possible.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/chelsea.png"), user: "alice", name: "r.png")
+        let store = try await runOnce(root, server: possible)
+        try store.recordVerdict(Item(id: "t1", kind: .text, userId: "alice", status: .blocked, reason: "Content contains prohibited terms: shit"))
+        let config = root.config(endpoint: clean.endpoint)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return try APIServices.load(config: config, environment: [:], logger: logger)
+    }
+
+    func app(_ services: APIServices) -> some ApplicationProtocol {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return buildApplication(services: services, environment: Self.environment, logger: logger)
+    }
+
+    static func jwt(sub: String, exp: Double, secret: String = "jwt-secret", alg: String = "HS256") -> String {
+        func b64(_ data: Data) -> String {
+            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let header = b64(Data(#"{"alg":"\#(alg)","typ":"JWT"}"#.utf8))
+        let payload = b64(Data(#"{"sub":"\#(sub)","exp":\#(Int(exp))}"#.utf8))
+        let signature = HMAC<SHA256>.authenticationCode(for: Data("\(header).\(payload)".utf8), using: SymmetricKey(data: Data(secret.utf8)))
+        return "\(header).\(payload).\(b64(Data(signature)))"
+    }
+
+    static func envelope(_ buffer: ByteBuffer) -> (status: String?, message: String?) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(buffer: buffer))) as? [String: Any]
+        let error = object?["error"] as? [String: Any]
+        return (error?["status"] as? String, error?["message"] as? String)
+    }
+
+    @Test func credentialsAreRequiredExceptForHealth() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        try await app(services).test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains("\"store\":\"reachable\""))
+            }
+            try await client.execute(uri: "/v1/items/alice/a", method: .get) { response in
+                #expect(response.status == .unauthorized)
+                #expect(Self.envelope(response.body).status == "UNAUTHENTICATED")
+            }
+            try await client.execute(uri: "/v1/items/alice/a", method: .get, headers: [HTTPField.Name("X-App-Token")!: "nope"]) { response in
+                #expect(response.status == .unauthorized)
+                #expect(Self.envelope(response.body).message == "X-App-Token is not a valid app token")
+            }
+            let expired = Self.jwt(sub: "alice", exp: Date().timeIntervalSince1970 - 10)
+            try await client.execute(uri: "/v1/items/alice/a", method: .get, headers: [.authorization: "Bearer \(expired)"]) { response in
+                #expect(Self.envelope(response.body).message == "JWT has expired")
+            }
+            let forged = Self.jwt(sub: "alice", exp: Date().timeIntervalSince1970 + 600, secret: "wrong")
+            try await client.execute(uri: "/v1/items/alice/a", method: .get, headers: [.authorization: "Bearer \(forged)"]) { response in
+                #expect(Self.envelope(response.body).message == "JWT signature is invalid")
+            }
+            let none = Self.jwt(sub: "alice", exp: Date().timeIntervalSince1970 + 600, alg: "none")
+            try await client.execute(uri: "/v1/items/alice/a", method: .get, headers: [.authorization: "Bearer \(none)"]) { response in
+                #expect(Self.envelope(response.body).message == "JWT must use alg HS256")
+            }
+        }
+    }
+
+    @Test func itemsShowTheSeedImageStatusToWhoMaySeeThem() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let alice = Self.jwt(sub: "alice", exp: Date().timeIntervalSince1970 + 600)
+        try await app(services).test(.router) { client in
+            try await client.execute(uri: "/v1/items/alice/a", method: .get, headers: [HTTPField.Name("X-App-Token")!: "app-2"]) { response in
+                #expect(response.status == .ok)
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                #expect(object["imageStatus"] as? String == "approved" && object["status"] as? String == "approved")
+                #expect(object["createdAt"] is String && object["updatedAt"] is String)
+            }
+            try await client.execute(uri: "/v1/items/alice/r", method: .get, headers: [.authorization: "Bearer app-1"]) { response in
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                #expect(object["status"] as? String == "review" && object["imageStatus"] as? String == "pending")
+                #expect((object["reason"] as? String)?.contains("POSSIBLE") == true)
+            }
+            try await client.execute(uri: "/v1/items/t1", method: .get, headers: [.authorization: "Bearer \(alice)"]) { response in
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                #expect(object["imageStatus"] as? String == "blocked" && object["kind"] as? String == "text")
+            }
+            // A user sees only their own items.
+            try await client.execute(uri: "/v1/items/bob/b", method: .get, headers: [.authorization: "Bearer \(alice)"]) { response in
+                #expect(response.status == .notFound)
+                #expect(Self.envelope(response.body).status == "NOT_FOUND")
+            }
+            try await client.execute(uri: "/v1/items/alice/nothing", method: .get, headers: [.authorization: "Bearer app-1"]) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/items/al%20ice/a", method: .get, headers: [.authorization: "Bearer app-1"]) { response in
+                #expect(response.status == .badRequest)
+                #expect(Self.envelope(response.body).status == "INVALID_ARGUMENT")
+            }
+        }
+    }
+
+    @Test func onlyApprovedImagesAreServedWithCachingHeaders() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let token: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1"]
+        try await app(services).test(.router) { client in
+            var etag = ""
+            try await client.execute(uri: "/v1/images/approved/alice/a.jpg", method: .get, headers: token) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "image/jpeg")
+                #expect(response.headers[.cacheControl] == "private, max-age=3600")
+                etag = response.headers[.eTag] ?? ""
+                #expect(etag.hasPrefix("\"") && etag.count > 10)
+                #expect(Data(buffer: response.body) == (try? Data(contentsOf: root.file("approved/alice/a.jpg"))))
+            }
+            var conditional = token
+            conditional[.ifNoneMatch] = etag
+            try await client.execute(uri: "/v1/images/approved/alice/a.jpg", method: .get, headers: conditional) { response in
+                #expect(response.status == .notModified)
+            }
+            try await client.execute(uri: "/v1/images/thumbnails/alice/a.jpg", method: .get, headers: token) { response in
+                #expect(response.status == .ok)
+                #expect(JPEGInspector.dimensions(Data(buffer: response.body)).map { max($0.width, $0.height) } == 200)
+            }
+            for uri in ["/v1/images/approved/alice/r.jpg", "/v1/images/approved/alice/r.png", "/v1/images/review/alice/r.png",
+                        "/v1/images/quarantine/alice/a.jpg", "/v1/images/approved/alice/..%2F..%2Fsluice.sqlite",
+                        "/v1/images/approved/../a.jpg"] {
+                try await client.execute(uri: uri, method: .get, headers: token) { response in
+                    #expect(response.status == .notFound || response.status == .badRequest, "\(uri): \(response.status)")
+                    #expect(Self.envelope(response.body).status != nil, "\(uri) answered without the envelope")
+                    #expect(response.headers[.contentType] == "application/json")
+                }
+            }
+        }
+    }
+
+    @Test func callableFunctionsSpeakTheFirebaseProtocol() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let token: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
+        try await app(services).test(.router) { client in
+            for path in ["/v1/functions/validate_text", "/demo-project/us-central1/validate_text"] {
+                try await client.execute(uri: path, method: .post, headers: token,
+                                         body: ByteBuffer(string: #"{"data": {"text": "what the f.u.c.k", "context": "chat"}}"#)) { response in
+                    #expect(response.status == .ok)
+                    let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                    let result = try #require(object["result"] as? [String: Any])
+                    #expect(result["allowed"] as? Bool == false)
+                    #expect(result["reason"] as? String == "Content contains prohibited terms: fuck")
+                }
+            }
+            try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: token,
+                                     body: ByteBuffer(string: #"{"data": {"text": "a cocktail in Scunthorpe"}}"#)) { response in
+                let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: Any])
+                #expect(result["allowed"] as? Bool == true)
+                #expect(result["reason"] is NSNull)
+            }
+            try await client.execute(uri: "/v1/functions/detectPriority", method: .post, headers: token,
+                                     body: ByteBuffer(string: #"{"data": {"messageText": "server down, need help ASAP!!!"}}"#)) { response in
+                let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: Any])
+                #expect(result["priority"] as? String == "high" && result["isUrgent"] as? Bool == true)
+                #expect(result["urgencyScore"] is Int && result["urgencyIndicators"] is [String] && result["reason"] is String)
+            }
+            let bad: [(String, String, String)] = [
+                ("/v1/functions/validate_text", "not json", "body must be a JSON object {\"data\": {…}}"),
+                ("/v1/functions/validate_text", #"{"text": "hi"}"#, "missing \"data\" object"),
+                ("/v1/functions/validate_text", #"{"data": {"text": 5}}"#, "data.text must be a string"),
+                ("/v1/functions/validate_text", #"{"data": {"text": ""}}"#, "text is empty"),
+                ("/v1/functions/detectPriority", #"{"data": {}}"#, "data.messageText must be a non-empty string"),
+            ]
+            for (path, body, message) in bad {
+                try await client.execute(uri: path, method: .post, headers: token, body: ByteBuffer(string: body)) { response in
+                    #expect(response.status == .badRequest, "\(body)")
+                    #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", message))
+                }
+            }
+            try await client.execute(uri: "/v1/functions/nope", method: .post, headers: token, body: ByteBuffer(string: #"{"data": {}}"#)) { response in
+                #expect(response.status == .notFound)
+                #expect(Self.envelope(response.body).status == "NOT_FOUND")
+            }
+            try await client.execute(uri: "/v1/functions/validate_text", method: .get, headers: token) { response in
+                #expect(response.status.code < 500)
+                #expect(Self.envelope(response.body).status != nil)
+            }
+        }
+    }
+
+    @Test func naughtyStringsNeverCauseA500() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let strings = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: TestEnvironment.fixture("text/blns.json"))) as? [String])
+        let token: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
+        try await app(services).test(.router) { client in
+            for string in strings {
+                let body = try JSONSerialization.data(withJSONObject: ["data": ["text": string]])
+                try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: token, body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .ok || response.status == .badRequest, "\(string.debugDescription): \(response.status)")
+                }
+                let escaped = string.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "x"
+                try await client.execute(uri: "/v1/items/\(escaped)", method: .get, headers: token) { response in
+                    #expect(response.status.code < 500, "\(string.debugDescription): \(response.status)")
+                }
+            }
+        }
+    }
+}
