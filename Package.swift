@@ -55,7 +55,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SluiceAPI", dependencies: [
-            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon",
+            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon", "SluiceImaging",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),

@@ -51,11 +51,12 @@ public func buildRouter(services: APIServices, environment: [String: String],
     let router = Router(context: APIContext.self)
     router.add(middleware: ErrorEnvelopeMiddleware())
     router.add(middleware: AuthMiddleware(appTokens: tokens, jwtSecret: secret, now: now))
-    let routes = Routes(services: services)
+    let routes = Routes(services: services, now: now)
     router.get("/healthz", use: routes.health)
     router.get("/v1/items/:id", use: routes.textItem)
     router.get("/v1/items/:id/:imageId", use: routes.imageItem)
     router.get("/v1/images/:folder/:userId/:file", use: routes.image)
+    router.post("/v1/uploads/:userId", use: routes.upload)
     router.post("/v1/functions/:name", use: routes.callable)
     router.post("/:project/:region/:name", use: routes.callable)
     return router

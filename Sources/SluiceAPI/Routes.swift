@@ -4,12 +4,42 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SluiceCore
+import SluiceImaging
 import SluiceStore
 import SluiceText
 
 /// The handlers; each maps bad input to the documented envelope.
 struct Routes: Sendable {
     let services: APIServices
+    let now: @Sendable () -> Date
+
+    /// The seed's limits: uploads 20 per hour, text messages 60 per minute, reports 10 per hour, per user.
+    enum Limit: String, CaseIterable {
+        case imageUpload = "image_upload"
+        case textMessage = "text_message"
+        case report
+
+        var limit: Int {
+            switch self {
+            case .imageUpload: 20
+            case .textMessage: 60
+            case .report: 10
+            }
+        }
+
+        var windowSeconds: Int { self == .textMessage ? 60 : 3600 }
+    }
+
+    /// Counts a request for the caller's user; over the limit is RESOURCE_EXHAUSTED with `resetAt`. Limits are
+    /// per user: a trusted backend not acting for a user (no `X-User-Id`) is not limited.
+    func consume(_ limit: Limit, context: APIContext) throws {
+        guard let user = context.principal?.userId else { return }
+        let state = try services.store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
+                                                         windowSeconds: limit.windowSeconds, now: now())
+        guard state.allowed else {
+            throw APIError(.resourceExhausted, "\(limit.rawValue) limit of \(limit.limit) per \(limit.windowSeconds == 60 ? "minute" : "hour") reached; resets at \(state.resetAt.formatted(.iso8601))")
+        }
+    }
 
     // MARK: Health
 
@@ -85,6 +115,7 @@ struct Routes: Sendable {
         switch name {
         case "validate_text":
             guard let text = data["text"] as? String else { throw APIError(.invalidArgument, "data.text must be a string") }
+            try consume(.textMessage, context: context)
             if let context = data["context"], !(context is String), !(context is NSNull) {
                 throw APIError(.invalidArgument, "data.context must be a string")
             }
@@ -102,9 +133,74 @@ struct Routes: Sendable {
             let conversation = data["conversationContext"] as? String
             let verdict = await services.priority.score(text, context: conversation)
             return try json(CallableResult(result: verdict))
+        case "submit_report":
+            guard let messageId = data["messageId"] as? String, (1...256).contains(messageId.utf8.count) else {
+                throw APIError(.invalidArgument, "data.messageId must be a string of 1-256 bytes")
+            }
+            guard let category = data["category"] as? String, Report.categories.contains(category) else {
+                throw APIError(.invalidArgument, "data.category must be one of \(Report.categories.joined(separator: ", "))")
+            }
+            var description: String?
+            if let raw = data["description"], !(raw is NSNull) {
+                guard let value = raw as? String else { throw APIError(.invalidArgument, "data.description must be a string") }
+                guard value.count <= 1000 else { throw APIError(.invalidArgument, "data.description is \(value.count) characters, over 1000") }
+                description = value
+            }
+            try consume(.report, context: context)
+            let report = Report(reportId: "rpt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
+                                messageId: messageId, category: category, description: description,
+                                reporterUserId: context.principal?.userId, createdAt: now())
+            try services.store.recordReport(report)
+            return try json(CallableResult(result: ReportResult(success: true, reportId: report.reportId)))
+        case "get_rate_limits":
+            guard let user = context.principal?.userId else {
+                throw APIError(.invalidArgument, "no user: send X-User-Id with the app token, or a user token")
+            }
+            var limits: [String: RateLimitState] = [:]
+            for limit in Limit.allCases {
+                limits[limit.rawValue] = try services.store.rateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
+                                                                      windowSeconds: limit.windowSeconds, now: now())
+            }
+            return try json(CallableResult(result: limits))
         default:
             throw APIError(.notFound, "no callable function \(Self.quoted(name))")
         }
+    }
+
+    // MARK: Uploads
+
+    /// `POST /v1/uploads/{userId}` with the image as the body: checked by magic bytes, written into pending/
+    /// atomically (dotfile, then rename); the daemon moderates it.
+    func upload(_ request: Request, context: APIContext) async throws -> Response {
+        let userId = try context.parameters.require("userId")
+        try Self.validate(userId, "userId")
+        if case let .user(id) = context.principal, id != userId { throw APIError(.notFound, "users upload only for themselves") }
+        guard let type = request.headers[.contentType], type.lowercased().hasPrefix("image/") else {
+            throw APIError(.invalidArgument, "Content-Type must be an image type")
+        }
+        let maxBytes = services.config.limits.maxBytes
+        var request = request
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: maxBytes) } catch {
+            throw APIError(.invalidArgument, "image is over the \(maxBytes) byte limit")
+        }
+        let data = Data(buffer: body)
+        let format: ImageFormat
+        do throws(ImagingError) { format = try FormatSniffer.sniff(data) } catch { throw APIError(.invalidArgument, error.message) }
+        try consume(.imageUpload, context: context)
+        let imageId = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let folder = services.config.dataRoot.appendingPathComponent("pending").appendingPathComponent(userId)
+        let temp = folder.appendingPathComponent(".\(imageId).upload")
+        let final = folder.appendingPathComponent("\(imageId).\(format.fileExtension)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try data.write(to: temp, options: .atomic)
+            try FileManager.default.moveItem(at: temp, to: final)
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw APIError(.internalError, "upload could not be stored")
+        }
+        return try json(UploadResult(id: "\(userId)/\(imageId)", imageId: imageId, status: "pending", imageStatus: "pending"), status: .created)
     }
 
     // MARK: Helpers
@@ -127,6 +223,18 @@ struct Routes: Sendable {
 }
 
 struct CallableResult<T: Encodable>: Encodable { var result: T }
+
+struct ReportResult: Encodable {
+    var success: Bool
+    var reportId: String
+}
+
+struct UploadResult: Encodable {
+    var id: String
+    var imageId: String
+    var status: String
+    var imageStatus: String
+}
 
 struct ValidateTextResult: Encodable {
     var allowed: Bool

@@ -147,6 +147,14 @@ public struct StatusStore: Sendable {
                 t.column("createdAt", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v5-rate-limits") { db in
+            try db.create(table: "rateLimit") { t in
+                t.column("key", .text).notNull()
+                t.column("windowStart", .integer).notNull()
+                t.column("count", .integer).notNull()
+                t.primaryKey(["key", "windowStart"])
+            }
+        }
         return migrator
     }
 

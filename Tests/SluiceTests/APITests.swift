@@ -209,6 +209,117 @@ import Testing
         }
     }
 
+    @Test func uploadsLandInPendingForTheDaemon() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let fixed = Date(timeIntervalSince1970: 1_800_000_000)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let application = buildApplication(services: services, environment: Self.environment, now: { fixed }, logger: logger)
+        let jpeg = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+        let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "image/jpeg"]
+        let imageId = try await application.test(.router) { client -> String in
+            let imageId = try await client.execute(uri: "/v1/uploads/carol", method: .post, headers: app, body: ByteBuffer(bytes: jpeg)) { response -> String in
+                #expect(response.status == .created)
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                #expect(object["imageStatus"] as? String == "pending")
+                return object["imageId"] as? String ?? ""
+            }
+            #expect(root.exists("pending/carol/\(imageId).jpg"))
+            #expect(try Data(contentsOf: root.file("pending/carol/\(imageId).jpg")) == jpeg)
+            try await client.execute(uri: "/v1/uploads/carol", method: .post, headers: app, body: ByteBuffer(string: "hello")) { response in
+                #expect(response.status == .badRequest)
+                #expect(Self.envelope(response.body).message?.hasPrefix("not an image") == true)
+            }
+            var text = app
+            text[.contentType] = "text/plain"
+            try await client.execute(uri: "/v1/uploads/carol", method: .post, headers: text, body: ByteBuffer(bytes: jpeg)) { response in
+                #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", "Content-Type must be an image type"))
+            }
+            let bob = Self.jwt(sub: "bob", exp: 1_800_000_600)
+            try await client.execute(uri: "/v1/uploads/carol", method: .post, headers: [.authorization: "Bearer \(bob)", .contentType: "image/jpeg"],
+                                     body: ByteBuffer(bytes: jpeg)) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/uploads/..", method: .post, headers: app, body: ByteBuffer(bytes: jpeg)) { response in
+                #expect(response.status.code < 500)
+            }
+            // 20 uploads an hour per user: one is done; the 21st is refused.
+            var acting = app
+            acting[HTTPField.Name("X-User-Id")!] = "dave"
+            for _ in 0..<20 {
+                try await client.execute(uri: "/v1/uploads/dave", method: .post, headers: acting, body: ByteBuffer(bytes: jpeg)) { response in
+                    #expect(response.status == .created)
+                }
+            }
+            try await client.execute(uri: "/v1/uploads/dave", method: .post, headers: acting, body: ByteBuffer(bytes: jpeg)) { response in
+                #expect(response.status == .tooManyRequests)
+                #expect(Self.envelope(response.body).status == "RESOURCE_EXHAUSTED")
+                #expect(Self.envelope(response.body).message?.contains("resets at 2027-01-15T09:00:00Z") == true, "\(Self.envelope(response.body))")
+            }
+            return imageId
+        }
+        // The daemon moderates what the API wrote.
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let store = try await runOnce(root, server: clean)
+        #expect(try store.item(id: "carol/\(imageId)")?.status == .approved)
+    }
+
+    @Test func reportsAndRateLimits() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let fixed = Date(timeIntervalSince1970: 1_800_000_030)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let application = buildApplication(services: services, environment: Self.environment, now: { fixed }, logger: logger)
+        let erin: HTTPFields = [.authorization: "Bearer \(Self.jwt(sub: "erin", exp: 1_800_000_600))", .contentType: "application/json"]
+        try await application.test(.router) { client in
+            try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: erin,
+                                     body: ByteBuffer(string: #"{"data": {"messageId": "t1", "category": "harassment", "description": "rude"}}"#)) { response in
+                #expect(response.status == .ok)
+                let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: Any])
+                #expect(result["success"] as? Bool == true)
+                #expect((result["reportId"] as? String)?.hasPrefix("rpt_") == true)
+            }
+            #expect(try services.store.reports().first?.reporterUserId == "erin")
+            for (body, message) in [(#"{"data": {"messageId": "t1", "category": "rude"}}"#, "data.category must be one of spam, harassment, inappropriate, other"),
+                                    (#"{"data": {"category": "spam"}}"#, "data.messageId must be a string of 1-256 bytes"),
+                                    ("{\"data\": {\"messageId\": \"t1\", \"category\": \"spam\", \"description\": \"\(String(repeating: "x", count: 1001))\"}}", "data.description is 1001 characters, over 1000")] {
+                try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: erin, body: ByteBuffer(string: body)) { response in
+                    #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", message))
+                }
+            }
+            for _ in 0..<2 {
+                try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: erin,
+                                         body: ByteBuffer(string: #"{"data": {"text": "hello"}}"#)) { _ in }
+            }
+            try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post,
+                                     headers: [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"],
+                                     body: ByteBuffer(string: #"{"data": {}}"#)) { response in
+                #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", "no user: send X-User-Id with the app token, or a user token"))
+            }
+            try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: erin, body: ByteBuffer(string: #"{"data": {}}"#)) { response in
+                let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: [String: Any]])
+                #expect(result["text_message"]?["current"] as? Int == 2)
+                #expect(result["text_message"]?["remaining"] as? Int == 58)
+                #expect(result["text_message"]?["windowSeconds"] as? Int == 60)
+                #expect(result["text_message"]?["resetAt"] as? String == "2027-01-15T08:01:00Z")
+                #expect(result["report"]?["current"] as? Int == 1 && result["report"]?["limit"] as? Int == 10)
+                #expect(result["image_upload"]?["current"] as? Int == 0 && result["image_upload"]?["limit"] as? Int == 20)
+            }
+            for _ in 0..<58 {
+                try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: erin,
+                                         body: ByteBuffer(string: #"{"data": {"text": "hello"}}"#)) { response in #expect(response.status == .ok) }
+            }
+            try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: erin,
+                                     body: ByteBuffer(string: #"{"data": {"text": "hello"}}"#)) { response in
+                #expect(response.status == .tooManyRequests)
+                #expect(Self.envelope(response.body).status == "RESOURCE_EXHAUSTED")
+            }
+        }
+    }
+
     @Test func naughtyStringsNeverCauseA500() async throws {
         let root = try TemporaryDataRoot()
         let services = try await makeServices(root)
