@@ -84,6 +84,8 @@ let package = Package(
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             "SluiceAPI",
         ]),
     ],
