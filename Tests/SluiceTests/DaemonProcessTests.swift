@@ -90,7 +90,7 @@ import Testing
             inFlight = server.received.count >= 2
         }
         kill(daemon.processIdentifier, SIGTERM)
-        await waitForExit(daemon)
+        #expect(await waitForExit(daemon, seconds: 60), "sluice run did not stop on SIGTERM")
         #expect(daemon.terminationReason == .exit)
         #expect(daemon.terminationStatus == 0)
         #expect(inFlight)

@@ -16,7 +16,7 @@ import Testing
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
         defer { vision.stop() }
-        let port = 18_000 + Int(getpid() % 1000)
+        let port = freeLoopbackPort()
         let config = try root.writeConfigFile(endpoint: vision.endpoint, extra: #""api": {"port": \#(port)}"#)
         var environment = ProcessInfo.processInfo.environment
         environment["SLUICE_APP_TOKENS"] = "e2e-token"
@@ -31,26 +31,28 @@ import Testing
         let daemon = try start(["run"])
         let server = try start(["serve"])
         defer {
-            kill(daemon.processIdentifier, SIGTERM)
-            kill(server.processIdentifier, SIGTERM)
+            // Whatever happened above, nothing outlives the test.
+            if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
         }
         let base = "http://127.0.0.1:\(port)"
-        func send(_ method: HTTPMethod, _ path: String, body: Data? = nil, contentType: String? = nil) async throws -> (Int, Data) {
+        func send(_ method: HTTPMethod, _ path: String, body: Data? = nil, contentType: String? = nil, timeout: Int64 = 10) async throws -> (Int, Data) {
             var request = HTTPClientRequest(url: base + path)
             request.method = method
             request.headers.add(name: "X-App-Token", value: "e2e-token")
             if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
             if let body { request.body = .bytes(ByteBuffer(data: body)) }
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
             return (Int(response.status.code), Data(buffer: try await response.body.collect(upTo: 32 << 20)))
         }
-        // Wait for the server to listen.
+        // Wait for the server to listen (bounded: 30 s).
         var healthy = false
-        for _ in 0..<100 where !healthy {
-            healthy = (try? await send(.GET, "/healthz").0) == 200
+        let deadline = Date().addingTimeInterval(30)
+        while !healthy, Date() < deadline {
+            healthy = (try? await send(.GET, "/healthz", timeout: 1).0) == 200
             if !healthy { try await Task.sleep(nanoseconds: 100_000_000) }
         }
-        #expect(healthy)
+        try #require(healthy, "sluice serve did not answer on port \(port)")
 
         let jpeg = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
         let (status, body) = try await send(.POST, "/v1/uploads/zoe", body: jpeg, contentType: "image/jpeg")
@@ -58,9 +60,10 @@ import Testing
         let imageId = try #require((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["imageId"] as? String)
 
         var imageStatus = ""
-        for _ in 0..<200 where imageStatus != "approved" {
+        let approvalDeadline = Date().addingTimeInterval(60)
+        while imageStatus != "approved", Date() < approvalDeadline {
             try await Task.sleep(nanoseconds: 100_000_000)
-            let (code, item) = try await send(.GET, "/v1/items/zoe/\(imageId)")
+            let (code, item) = try await send(.GET, "/v1/items/zoe/\(imageId)", timeout: 5)
             if code == 200 { imageStatus = (try JSONSerialization.jsonObject(with: item) as? [String: Any])?["imageStatus"] as? String ?? "" }
         }
         #expect(imageStatus == "approved")
@@ -73,8 +76,8 @@ import Testing
 
         kill(server.processIdentifier, SIGTERM)
         kill(daemon.processIdentifier, SIGTERM)
-        await waitForExit(server)
-        await waitForExit(daemon)
+        #expect(await waitForExit(server, seconds: 30), "sluice serve did not stop on SIGTERM")
+        #expect(await waitForExit(daemon, seconds: 30), "sluice run did not stop on SIGTERM")
         #expect(server.terminationStatus == 0 && daemon.terminationStatus == 0)
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Logging
 import SluiceCore
@@ -28,9 +31,36 @@ func shell(_ executable: URL, _ arguments: [String], environment: [String: Strin
     try await offPool { try shellBlocking(executable, arguments, environment: environment) }
 }
 
-/// Waits for a process to exit without blocking a cooperative thread.
-func waitForExit(_ process: Process) async {
-    await offPool { process.waitUntilExit() }
+/// Waits for a process to exit without blocking a cooperative thread, at most `seconds`; a process still
+/// running then is killed (SIGKILL) and false is returned, so a test fails instead of hanging.
+@discardableResult
+func waitForExit(_ process: Process, seconds: Double = 60) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning, Date() < deadline {
+        try? await Task.sleep(nanoseconds: 50_000_000)
+    }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { try? await Task.sleep(nanoseconds: 50_000_000) }
+        return false
+    }
+    return true
+}
+
+/// A TCP port nothing listens on right now (bound once to port 0 and released).
+func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return 18_080 }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    return bound ? Int(UInt16(bigEndian: address.sin_port)) : 18_080
 }
 
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -55,6 +85,9 @@ private func shellBlocking(_ executable: URL, _ arguments: [String], environment
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // A child that never ends would hang the suite: after 5 minutes it is killed and the test fails on its status.
+    let pid = process.processIdentifier
+    DispatchQueue.global().asyncAfter(deadline: .now() + 300) { if process.isRunning { kill(pid, SIGKILL) } }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
