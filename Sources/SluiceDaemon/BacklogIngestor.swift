@@ -68,10 +68,13 @@ public struct BacklogIngestor: Sendable {
                 summary.rejected.append(Rejection(path: shown, reason: "bad name: \(problem)"))
                 continue
             }
-            guard case let .valid(userId, imageId) = PendingScanner.identify(file: entry.file, fileName: entry.file.lastPathComponent, userId: entry.user) else {
-                if case let .invalid(reason) = PendingScanner.identify(file: entry.file, fileName: entry.file.lastPathComponent, userId: entry.user) {
-                    summary.rejected.append(Rejection(path: shown, reason: reason))
-                }
+            let userId: String
+            let imageId: String
+            switch PendingScanner.identify(file: entry.file, fileName: entry.file.lastPathComponent, userId: entry.user) {
+            case let .valid(user, image):
+                (userId, imageId) = (user, image)
+            case let .invalid(reason):
+                summary.rejected.append(Rejection(path: shown, reason: reason))
                 continue
             }
             let bytes: Data

@@ -242,12 +242,7 @@ public struct Reprocessor: Sendable {
                 : "verdict details changed (\(stage))"
             updates.append(StatusStore.TextUpdate(id: snapshot.id, from: snapshot.status, status: status, reason: reason,
                                                   verdict: change.verdict, priority: change.priority, stage: stage, why: why))
-            if status != snapshot.status {
-                summary.moves["\(snapshot.status.rawValue) → \(status.rawValue)", default: 0] += 1
-                if options.dryRun || summary.changes.count < 1000 {
-                    summary.changes.append(Change(id: snapshot.id, from: snapshot.status, to: status, stage: stage, why: why))
-                }
-            }
+            note(id: snapshot.id, from: snapshot.status, to: status, stage: stage, why: why, options: options, summary: &summary)
         }
         if !options.dryRun {
             try store.commitTextReprocessBatch(runKey: options.runKey, updates: updates, done: snapshots.map(\.id))
@@ -301,16 +296,18 @@ public struct Reprocessor: Sendable {
             }
             if let failure = result.failure { summary.failures.append(failure) }
             if let updated = result.updated {
-                note(item: result.original, updated: updated, stage: result.stageLabel, why: result.why, options: options, summary: &summary)
+                note(id: updated.id, from: result.original.status, to: updated.status, stage: result.stageLabel, why: result.why,
+                     options: options, summary: &summary)
             }
         }
     }
 
-    private func note(item: Item, updated: Item, stage: String, why: String, options: Options, summary: inout Summary) {
-        guard updated.status != item.status else { return }
-        summary.moves["\(item.status.rawValue) → \(updated.status.rawValue)", default: 0] += 1
+    /// Counts a status move and lists it (all of them in a dry run, at most 1000 otherwise).
+    private func note(id: String, from: ItemStatus, to: ItemStatus, stage: String, why: String, options: Options, summary: inout Summary) {
+        guard to != from else { return }
+        summary.moves["\(from.rawValue) → \(to.rawValue)", default: 0] += 1
         if options.dryRun || summary.changes.count < 1000 {
-            summary.changes.append(Change(id: item.id, from: item.status, to: updated.status, stage: stage, why: why))
+            summary.changes.append(Change(id: id, from: from, to: to, stage: stage, why: why))
         }
     }
 }

@@ -16,9 +16,7 @@ public struct GoogleVisionProvider: VisionProvider {
     /// Reads the credentials from the environment variables the config names.
     public init(config: VisionConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
                 client: HTTPClient = .shared, logger: Logger = Logger(label: "sluice.vision")) {
-        var base = config.endpoint
-        while base.hasSuffix("/") { base.removeLast() }
-        url = base + "/images:annotate"
+        url = ProviderHTTP.join(config.endpoint, "/images:annotate")
         apiKey = config.apiKeyEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }
         bearerToken = config.bearerTokenEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }
         http = ProviderHTTP(name: "vision provider", client: client, timeoutSeconds: config.timeoutSeconds,
@@ -84,8 +82,6 @@ public struct GoogleVisionProvider: VisionProvider {
                           medical: try likelihood(annotation.medical, "medical"),
                           violence: try likelihood(annotation.violence, "violence"), racy: try likelihood(annotation.racy, "racy"))
     }
-
-    static func parseRetryAfter(_ value: String) -> Double? { ProviderHTTP.parseRetryAfter(value) }
 }
 
 extension GoogleVisionProvider {

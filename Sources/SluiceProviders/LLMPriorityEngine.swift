@@ -23,7 +23,7 @@ public struct LLMPriorityEngine: PriorityEngine {
 
     public init(config: PriorityConfig, environment: [String: String], fallback: any PriorityEngine,
                 client: HTTPClient = .shared, logger: Logger) {
-        url = OpenAICompatibleCaptionProvider.join(config.baseURL, "/chat/completions")
+        url = ProviderHTTP.join(config.baseURL, "/chat/completions")
         model = config.model
         apiKey = environment[config.apiKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
         http = ProviderHTTP(name: "priority LLM", client: client, timeoutSeconds: config.timeoutSeconds,

@@ -20,7 +20,7 @@ public struct OpenAIModerationProvider: VisionProvider {
     public let caller: ResilientCaller
 
     public init(config: VisionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        url = OpenAICompatibleCaptionProvider.join(config.endpoint, "/moderations")
+        url = ProviderHTTP.join(config.endpoint, "/moderations")
         model = config.model
         apiKey = config.apiKeyEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }
         http = ProviderHTTP(name: "vision provider (openai-moderation)", client: client, timeoutSeconds: config.timeoutSeconds,

@@ -118,6 +118,13 @@ public struct ProviderHTTP: Sendable {
         }
     }
 
+    /// `base` (trailing slashes dropped) + `path`: how every adapter turns a configured base URL into its endpoint.
+    static func join(_ base: String, _ path: String) -> String {
+        var base = base
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + path
+    }
+
     static func withoutQuery(_ url: String) -> String {
         url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
     }

@@ -164,14 +164,14 @@ import Testing
     }
 
     @Test func retryAfterParsesSecondsAndDates() {
-        #expect(GoogleVisionProvider.parseRetryAfter("7") == 7)
-        #expect(GoogleVisionProvider.parseRetryAfter("soon") == nil)
+        #expect(ProviderHTTP.parseRetryAfter("7") == 7)
+        #expect(ProviderHTTP.parseRetryAfter("soon") == nil)
         let future = Date().addingTimeInterval(30)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let parsed = GoogleVisionProvider.parseRetryAfter(formatter.string(from: future)) ?? -1
+        let parsed = ProviderHTTP.parseRetryAfter(formatter.string(from: future)) ?? -1
         #expect(parsed > 25 && parsed <= 30)
     }
 }

@@ -16,7 +16,7 @@ struct CaptionEndpoint: Sendable {
     /// `path` is appended to the configured base URL.
     init(provider: String, path: String, config: CaptionConfig, environment: [String: String], client: HTTPClient, logger: Logger) {
         model = config.effectiveModel
-        url = Self.join(config.effectiveBaseURL, path)
+        url = ProviderHTTP.join(config.effectiveBaseURL, path)
         apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
         prompt = config.prompt
         maxTokens = config.maxTokens
@@ -24,11 +24,5 @@ struct CaptionEndpoint: Sendable {
                             maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
         caller = ResilientCaller(provider: provider, retry: config.retryPolicy, breaker: config.breakerPolicy,
                                  maxInFlight: config.maxInFlight, logger: logger)
-    }
-
-    static func join(_ base: String, _ path: String) -> String {
-        var base = base
-        while base.hasSuffix("/") { base.removeLast() }
-        return base + path
     }
 }

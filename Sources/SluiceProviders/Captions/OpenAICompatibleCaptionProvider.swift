@@ -75,6 +75,4 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
                            processingTimeMs: Date().timeIntervalSince(started) * 1000)
         }
     }
-
-    static func join(_ base: String, _ path: String) -> String { CaptionEndpoint.join(base, path) }
 }
