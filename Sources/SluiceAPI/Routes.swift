@@ -106,7 +106,6 @@ struct Routes: Sendable {
     /// response `{"result": {…}}`.
     func callable(_ request: Request, context: APIContext) async throws -> Response {
         let name = try context.parameters.require("name")
-        var request = request
         let body = try await request.body.collect(upTo: 1 << 20)
         guard let object = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] else {
             throw APIError(.invalidArgument, "body must be a JSON object {\"data\": {…}}")
@@ -179,7 +178,6 @@ struct Routes: Sendable {
             throw APIError(.invalidArgument, "Content-Type must be an image type")
         }
         let maxBytes = services.config.limits.maxBytes
-        var request = request
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: maxBytes) } catch {
             throw APIError(.invalidArgument, "image is over the \(maxBytes) byte limit")

@@ -82,7 +82,7 @@ struct ReviewCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            var status = try StatusCommand.parse(["--config", common.config, id] + (json ? ["--json"] : []))
+            let status = try StatusCommand.parse(["--config", common.config, id] + (json ? ["--json"] : []))
             try await status.run()
         }
     }

@@ -100,11 +100,7 @@ public struct Reprocessor: Sendable {
             ids = try store.itemIDs(matching: options.filter)
             summary.total = ids.count
         } else {
-            let filter = options.filter
-            let store = store
-            let state = try store.beginReprocess(runKey: options.runKey, arguments: "\(options)") {
-                do throws(StoreError) { return try store.itemIDs(matching: filter) } catch { throw error }
-            }
+            let state = try store.beginReprocess(runKey: options.runKey, arguments: "\(options)", filter: options.filter)
             summary.resumed = state.resumed
             summary.total = state.total
             summary.alreadyDone = state.done
@@ -112,15 +108,36 @@ public struct Reprocessor: Sendable {
             ids = try store.pendingReprocessItems(runKey: options.runKey)
         }
         let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
+        // Texts are pipelined: a batch's commit (SQLite, mostly I/O) runs while the next batch is read and judged.
+        // Batches still commit in order, one at a time, and images wait for the text commit before them.
+        var committing: Task<Void, any Error>?
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = Array(ids[start..<min(start + 500, ids.count)])
             let snapshots = try store.textSnapshots(ids: chunk)
             let texts = snapshots.filter { $0.kind == .text }
-            try await reprocessTexts(texts, options: options, summary: &summary)
-            tracker.advance(by: texts.count)
-            let pictures = try store.items(ids: snapshots.filter { $0.kind == .image }.map(\.id)).sorted { $0.id < $1.id }
+            let updates = await reprocessTexts(texts, options: options, summary: &summary)
+            try await committing?.value
+            committing = nil
+            if !texts.isEmpty {
+                if options.dryRun {
+                    tracker.advance(by: texts.count)
+                } else {
+                    let store = store
+                    let runKey = options.runKey
+                    committing = Task {
+                        try await store.commitTextReprocessBatch(runKey: runKey, updates: updates, done: texts.map(\.id))
+                        tracker.advance(by: texts.count)
+                    }
+                }
+            }
+            let pictureIDs = snapshots.filter { $0.kind == .image }.map(\.id)
+            if pictureIDs.isEmpty { continue }
+            try await committing?.value
+            committing = nil
+            let pictures = try store.items(ids: pictureIDs).sorted { $0.id < $1.id }
             try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
         }
+        try await committing?.value
         if !options.dryRun { try store.finishReprocess(runKey: options.runKey) }
         summary.processed = ids.count
         summary.seconds = (clock.now - started).milliseconds / 1000
@@ -160,8 +177,22 @@ public struct Reprocessor: Sendable {
         var verdict: TextVerdict?
         var priority: PriorityVerdict?
         var stages: [String] = []
-        var counts: [String: StageCounts] = [:]
+        /// How each stage came out for this item (nil: not run); no per-item dictionary on this hot path.
+        var textOutcome: StageResult?
+        var priorityOutcome: StageResult?
         var failure: String?
+    }
+
+    private enum StageResult: Sendable {
+        case changed, unchanged, failed
+
+        func add(to counts: inout StageCounts) {
+            switch self {
+            case .changed: counts.changed += 1
+            case .unchanged: counts.unchanged += 1
+            case .failed: counts.failed += 1
+            }
+        }
     }
 
     /// The filter and the scorer are pure, so a batch is judged on every core at once.
@@ -185,12 +216,12 @@ public struct Reprocessor: Sendable {
                                 if !StatusStore.matchesStored(verdict, snapshot.verdictJSON) {
                                     judgement.verdict = verdict
                                     judgement.stages.append("text")
-                                    judgement.counts["text", default: StageCounts()].changed += 1
+                                    judgement.textOutcome = .changed
                                 } else {
-                                    judgement.counts["text", default: StageCounts()].unchanged += 1
+                                    judgement.textOutcome = .unchanged
                                 }
                             } catch {
-                                judgement.counts["text", default: StageCounts()].failed += 1
+                                judgement.textOutcome = .failed
                                 judgement.failure = "\(snapshot.id): \(error.message)"
                             }
                         }
@@ -199,9 +230,9 @@ public struct Reprocessor: Sendable {
                             if !StatusStore.matchesStored(verdict, snapshot.priorityJSON) {
                                 judgement.priority = verdict
                                 judgement.stages.append("priority")
-                                judgement.counts["priority", default: StageCounts()].changed += 1
+                                judgement.priorityOutcome = .changed
                             } else {
-                                judgement.counts["priority", default: StageCounts()].unchanged += 1
+                                judgement.priorityOutcome = .unchanged
                             }
                         }
                         results.append(judgement)
@@ -215,16 +246,15 @@ public struct Reprocessor: Sendable {
         }
     }
 
-    private func reprocessTexts(_ snapshots: [StatusStore.TextSnapshot], options: Options, summary: inout Summary) async throws {
-        if snapshots.isEmpty { return }
+    /// Judges a batch of texts, counts the outcome in `summary` and returns the store updates to commit.
+    private func reprocessTexts(_ snapshots: [StatusStore.TextSnapshot], options: Options, summary: inout Summary) async
+        -> [StatusStore.TextUpdate] {
+        if snapshots.isEmpty { return [] }
         // Judged on the light snapshots; only the changed columns are written back.
         var pending: [String: (verdict: TextVerdict?, priority: PriorityVerdict?, stages: [String])] = [:]
         for judgement in await judgeTexts(snapshots, stages: options.stages) {
-            for (stage, counts) in judgement.counts {
-                summary.stages[stage, default: StageCounts()].changed += counts.changed
-                summary.stages[stage, default: StageCounts()].unchanged += counts.unchanged
-                summary.stages[stage, default: StageCounts()].failed += counts.failed
-            }
+            judgement.textOutcome?.add(to: &summary.stages["text", default: StageCounts()])
+            judgement.priorityOutcome?.add(to: &summary.stages["priority", default: StageCounts()])
             if let failure = judgement.failure { summary.failures.append(failure) }
             if !judgement.stages.isEmpty { pending[judgement.id] = (judgement.verdict, judgement.priority, judgement.stages) }
         }
@@ -244,9 +274,7 @@ public struct Reprocessor: Sendable {
                                                   verdict: change.verdict, priority: change.priority, stage: stage, why: why))
             note(id: snapshot.id, from: snapshot.status, to: status, stage: stage, why: why, options: options, summary: &summary)
         }
-        if !options.dryRun {
-            try store.commitTextReprocessBatch(runKey: options.runKey, updates: updates, done: snapshots.map(\.id))
-        }
+        return updates
     }
 
     // MARK: Images

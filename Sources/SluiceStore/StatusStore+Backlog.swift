@@ -43,15 +43,17 @@ extension StatusStore {
 
     /// Ids of the items matching the filter, ordered (no row decoding).
     public func itemIDs(matching filter: ItemFilter) throws(StoreError) -> [String] {
-        try read("select item ids") { db in
-            var request = ItemRow.select(Column("id"))
-            if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
-            if !filter.statuses.isEmpty { request = request.filter(filter.statuses.map(\.rawValue).contains(Column("status"))) }
-            if let userId = filter.userId { request = request.filter(Column("userId") == userId) }
-            if let since = filter.since { request = request.filter(Column("createdAt") >= since) }
-            if let until = filter.until { request = request.filter(Column("createdAt") < until) }
-            return try String.fetchAll(db, request.order(Column("id")))
-        }
+        try read("select item ids") { db in try String.fetchAll(db, Self.idRequest(filter)) }
+    }
+
+    private static func idRequest(_ filter: ItemFilter) -> QueryInterfaceRequest<ItemRow> {
+        var request = ItemRow.select(Column("id"))
+        if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
+        if !filter.statuses.isEmpty { request = request.filter(filter.statuses.map(\.rawValue).contains(Column("status"))) }
+        if let userId = filter.userId { request = request.filter(Column("userId") == userId) }
+        if let since = filter.since { request = request.filter(Column("createdAt") >= since) }
+        if let until = filter.until { request = request.filter(Column("createdAt") < until) }
+        return request.order(Column("id"))
     }
 
     /// What text reprocessing needs, without decoding whole rows: kind, status, the message, and the stored
@@ -86,9 +88,9 @@ extension StatusStore {
 
     /// Whether `value` equals what is stored as `json`: compares the text first (rows written with sorted keys),
     /// and decodes only when the text differs.
-    public static func matchesStored<T: Codable & Equatable>(_ value: T, _ json: String?) -> Bool {
+    public static func matchesStored<T: CanonicalJSON & Codable & Equatable>(_ value: T, _ json: String?) -> Bool {
         guard let json else { return false }
-        if ItemRow.json(value) == json { return true }
+        if value.canonicalJSON == json { return true }
         return ItemRow.decode(T.self, json) == value
     }
 
@@ -104,7 +106,7 @@ extension StatusStore {
 
     /// Starts a run, or resumes an unfinished one with the same key: the item snapshot is taken once, so a
     /// resumed run processes exactly the items the first attempt did not finish.
-    public func beginReprocess(runKey: String, arguments: String, itemIds: @escaping @Sendable () throws -> [String]) throws(StoreError) -> ReprocessRunState {
+    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) throws(StoreError) -> ReprocessRunState {
         try write("begin reprocess run") { db in
             let state = try String.fetchOne(db, sql: "SELECT state FROM reprocessRun WHERE runKey = ?", arguments: [runKey])
             if state == "running" {
@@ -115,13 +117,11 @@ extension StatusStore {
             try db.execute(sql: "DELETE FROM reprocessRun WHERE runKey = ?", arguments: [runKey])
             try db.execute(sql: "INSERT INTO reprocessRun (runKey, arguments, state, startedAt) VALUES (?, ?, 'running', ?)",
                            arguments: [runKey, arguments, Date()])
-            let ids = try itemIds()
-            for chunk in stride(from: 0, to: ids.count, by: 400).map({ Array(ids[$0..<min($0 + 400, ids.count)]) }) {
-                let values = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ",")
-                try db.execute(sql: "INSERT INTO reprocessItem (runKey, itemId) VALUES \(values)",
-                               arguments: StatementArguments(chunk.flatMap { [runKey, $0] }))
-            }
-            return ReprocessRunState(runKey: runKey, resumed: false, total: ids.count, done: 0)
+            // The snapshot is taken inside SQLite: no round trip of every id through Swift.
+            let matching = try Self.idRequest(filter).makePreparedRequest(db, forSingleResult: false).statement
+            try db.execute(sql: "INSERT INTO reprocessItem (runKey, itemId) SELECT ?, id FROM (\(matching.sql))",
+                           arguments: [runKey] + matching.arguments)
+            return ReprocessRunState(runKey: runKey, resumed: false, total: db.changesCount, done: 0)
         }
     }
 
@@ -186,18 +186,22 @@ extension StatusStore {
     }
 
     /// Text counterpart of `commitReprocessBatch`: targeted updates, one `reprocess` event each, all marked done.
-    public func commitTextReprocessBatch(runKey: String, updates: [TextUpdate], done: [String]) throws(StoreError) {
-        try write("commit text reprocess batch") { db in
-            let now = Date()
-            let update = try db.makeStatement(sql: """
+    /// Async: the write runs on the store's writer queue without holding a thread of the caller's pool.
+    public func commitTextReprocessBatch(runKey: String, updates: [TextUpdate], done: [String]) async throws(StoreError) {
+        try await write("commit text reprocess batch") { db in
+            // One timestamp per batch, converted once: formatting a date per row was a tenth of the batch.
+            let now = Date().databaseValue
+            let update = try db.cachedStatement(sql: """
                 UPDATE item SET status = ?, reason = ?, textVerdict = COALESCE(?, textVerdict), priority = COALESCE(?, priority),
                 updatedAt = ? WHERE id = ?
                 """)
+            let event = try db.cachedStatement(sql: """
+                INSERT INTO event (itemId, at, type, fromStatus, toStatus, stage, detail) VALUES (?, ?, 'reprocess', ?, ?, ?, ?)
+                """)
             for change in updates {
-                try update.execute(arguments: [change.status.rawValue, change.reason, change.verdict.flatMap(ItemRow.json),
-                                               change.priority.flatMap(ItemRow.json), now, change.id])
-                try EventRow(ItemEvent(itemId: change.id, at: now, type: "reprocess", fromStatus: change.from, toStatus: change.status,
-                                       stage: change.stage, detail: change.why)).insert(db)
+                try update.execute(arguments: [change.status.rawValue, change.reason, change.verdict?.canonicalJSON,
+                                               change.priority?.canonicalJSON, now, change.id])
+                try event.execute(arguments: [change.id, now, change.from.rawValue, change.status.rawValue, change.stage, change.why])
             }
             try Self.markDone(db, runKey: runKey, ids: done)
         }

@@ -288,6 +288,10 @@ public struct StatusStore: Sendable {
         do { return try writer.write(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }
 
+    func write<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do { return try await writer.write(body) } catch { throw StoreError(operation: operation, underlying: error) }
+    }
+
     func read<T>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) throws(StoreError) -> T {
         do { return try writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }

@@ -14,7 +14,7 @@ public struct PriorityScorer: Sendable {
         public var label: String
     }
 
-    private let indicators: [String: [Indicator]]
+    private let lexicon: [String: Entry]
     static let negators: Set<String> = ["not", "no", "isn", "isnt", "don", "dont", "never", "without", "nothing", "aren", "arent",
                                         "wasn", "wasnt", "nobody", "hardly"]
     static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "eod", "cob", "monday", "tuesday",
@@ -26,10 +26,32 @@ public struct PriorityScorer: Sendable {
     static let questionWords: Set<String> = ["can", "could", "will", "would", "are", "is", "do", "does", "did", "when", "where", "what",
                                              "why", "how", "who", "have", "has", "should", "any"]
 
+    /// What the scorer knows about one word: the indicators starting with it and its roles, so each word of
+    /// a message costs one hash lookup.
+    struct Entry: Sendable {
+        var indicators: [Indicator] = []
+        var roles: Roles = []
+    }
+
+    struct Roles: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let deadline = Roles(rawValue: 1)
+        static let duration = Roles(rawValue: 2)
+        static let timeWord = Roles(rawValue: 4)
+        static let unit = Roles(rawValue: 8)
+        static let question = Roles(rawValue: 16)
+        static let negator = Roles(rawValue: 32)
+    }
+
     public init(indicators: [Indicator]) {
-        var byFirst: [String: [Indicator]] = [:]
-        for indicator in indicators { if let first = indicator.phrase.first { byFirst[first, default: []].append(indicator) } }
-        self.indicators = byFirst
+        var lexicon: [String: Entry] = [:]
+        for indicator in indicators { if let first = indicator.phrase.first { lexicon[first, default: Entry()].indicators.append(indicator) } }
+        let roles: [(Set<String>, Roles)] = [(Self.deadlineWords, .deadline), (Self.durationWords, .duration), (Self.timeWords, .timeWord),
+                                             (Self.units, .unit), (Self.questionWords, .question), (Self.negators, .negator)]
+        for (words, role) in roles {
+            for word in words { lexicon[word, default: Entry()].roles.insert(role) }
+        }
+        self.lexicon = lexicon
     }
 
     /// Loads `priority-{language}.tsv` from the wordlists folder.
@@ -58,18 +80,19 @@ public struct PriorityScorer: Sendable {
 
     public func score(_ text: String) -> PriorityVerdict {
         let words = Self.words(text)
+        let entries = words.map { lexicon[$0] }
+        func has(_ position: Int, _ role: Roles) -> Bool { entries[position]?.roles.contains(role) == true }
         var score = 0
         var found: [(weight: Int, label: String)] = []
         var negatedNotes: [String] = []
         var index = 0
         while index < words.count {
             var matched = 0
-            for indicator in indicators[words[index]] ?? [] where indicator.phrase.count > matched {
+            for indicator in entries[index]?.indicators ?? [] where indicator.phrase.count > matched {
                 guard index + indicator.phrase.count <= words.count,
                       words[index..<(index + indicator.phrase.count)].elementsEqual(indicator.phrase) else { continue }
                 let phraseText = indicator.label
-                let negated = indicator.kind != "negative"
-                    && words[max(0, index - 3)..<index].contains(where: Self.negators.contains)
+                let negated = indicator.kind != "negative" && (max(0, index - 3)..<index).contains { has($0, .negator) }
                 if negated {
                     negatedNotes.append("negated: \(phraseText)")
                 } else {
@@ -78,13 +101,11 @@ public struct PriorityScorer: Sendable {
                 matched = indicator.phrase.count
             }
             // Deadlines and times: "by 5pm", "before noon", "in 10 minutes", "within 2 hours".
-            if Self.deadlineWords.contains(words[index]), index + 1 < words.count,
-               Self.isClockTime(words[index + 1]) || Self.timeWords.contains(words[index + 1]) {
+            if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
                 let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
                 found.append((25, "deadline: \(label)"))
                 matched = max(matched, 2)
-            } else if Self.durationWords.contains(words[index]), index + 2 < words.count, Self.isNumber(words[index + 1]),
-                      Self.units.contains(words[index + 2]) {
+            } else if has(index, .duration), index + 2 < words.count, Self.isNumber(words[index + 1]), has(index + 2, .unit) {
                 let amount = Int(words[index + 1]) ?? 99
                 let minutes = words[index + 2].hasPrefix("h") ? amount * 60 : words[index + 2].hasPrefix("s") ? 0 : amount
                 found.append((minutes <= 60 ? 25 : 15, "deadline: \(words[index...(index + 2)].joined(separator: " "))"))
@@ -114,8 +135,7 @@ public struct PriorityScorer: Sendable {
             score += 20
             found.append((20, "shouting in capitals"))
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        if trimmed.hasSuffix("?") || (text.contains("?") && words.first.map(Self.questionWords.contains) == true) {
+        if Self.endsWithQuestionMark(text) || (text.utf8.contains(UInt8(ascii: "?")) && !words.isEmpty && has(0, .question)) {
             score += 10
             found.append((10, "direct question awaiting an answer"))
         }
@@ -222,6 +242,15 @@ public struct PriorityScorer: Sendable {
         guard !digits.isEmpty, digits.count <= 4 else { return false }
         let rest = word.dropFirst(digits.count)
         return rest.isEmpty || rest == "am" || rest == "pm" || rest == "h"
+    }
+
+    /// Whether the last character that is not white space is "?".
+    static func endsWithQuestionMark(_ text: String) -> Bool {
+        for scalar in text.unicodeScalars.reversed() {
+            if scalar.properties.isWhitespace { continue }
+            return scalar == "?"
+        }
+        return false
     }
 
     static func longestRun(of byte: UInt8, in text: String) -> Int {
