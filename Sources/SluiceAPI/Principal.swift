@@ -28,10 +28,14 @@ public enum Principal: Sendable, Equatable {
 public struct APIContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var principal: Principal?
+    /// The peer's IP address (per-IP limits); replaced by the first `X-Forwarded-For` entry when
+    /// `api.trustForwardedFor` is on.
+    public var clientAddress: String?
 
     public init(source: Source) {
         coreContext = .init(source: source)
         principal = nil
+        clientAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// 25 MiB uploads are the largest bodies any endpoint takes.
@@ -44,11 +48,15 @@ struct AuthMiddleware: RouterMiddleware {
     let appTokens: Set<String>
     /// The HS256 secret's bytes (a `SymmetricKey` is made per check; the key type is not Sendable).
     let jwtSecret: Data?
+    let trustForwardedFor: Bool
     let now: @Sendable () -> Date
 
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response) async throws -> Response {
         if request.uri.path == "/healthz" { return try await next(request, context) }
         var context = context
+        if trustForwardedFor, let forwarded = request.headers[.init("X-Forwarded-For")!]?.split(separator: ",").first {
+            context.clientAddress = forwarded.trimmingCharacters(in: .whitespaces)
+        }
         context.principal = try authenticate(request)
         return try await next(request, context)
     }

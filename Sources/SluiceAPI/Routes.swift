@@ -12,6 +12,7 @@ import SluiceText
 struct Routes: Sendable {
     let services: APIServices
     let now: @Sendable () -> Date
+    let health: HealthProbe
 
     /// The seed's limits: uploads 20 per hour, text messages 60 per minute, reports 10 per hour, per user.
     enum Limit: String, CaseIterable {
@@ -37,16 +38,10 @@ struct Routes: Sendable {
         let state = try services.store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
                                                          windowSeconds: limit.windowSeconds, now: now())
         guard state.allowed else {
-            throw APIError(.resourceExhausted, "\(limit.rawValue) limit of \(limit.limit) per \(limit.windowSeconds == 60 ? "minute" : "hour") reached; resets at \(state.resetAt.formatted(.iso8601))")
+            let wait = max(1, Int(state.resetAt.timeIntervalSince(now()).rounded(.up)))
+            throw APIError(.resourceExhausted, "\(limit.rawValue) limit of \(limit.limit) per \(limit.windowSeconds == 60 ? "minute" : "hour") reached; resets at \(state.resetAt.formatted(.iso8601))",
+                           headers: [.retryAfter: "\(wait)"])
         }
-    }
-
-    // MARK: Health
-
-    func health(_ request: Request, context: APIContext) async throws -> Response {
-        let storeOK = (try? services.store.countsByStatus()) != nil
-        return try json(["status": storeOK ? "ok" : "degraded", "store": storeOK ? "reachable" : "unreachable"],
-                        status: storeOK ? .ok : .serviceUnavailable)
     }
 
     // MARK: Items
@@ -211,7 +206,7 @@ struct Routes: Sendable {
         "\"" + String(value.unicodeScalars.prefix(80).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }) + "\""
     }
 
-    private func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+    func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601

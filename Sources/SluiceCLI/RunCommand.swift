@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import SluiceDaemon
 
@@ -18,6 +20,10 @@ struct RunCommand: AsyncParsableCommand {
         try common.bootstrapLogging(default: .info)
         let config = try common.loadConfig().config
         let logger = Logger(label: "sluice")
+        // Stage latencies and provider calls go through swift-metrics into this registry, which is published
+        // into the store for `sluice serve`'s /metrics.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let daemon: ImageDaemon
         do {
             daemon = try ImageDaemon.build(config: config, mode: once ? .once : .watch, logger: logger)
@@ -25,7 +31,8 @@ struct RunCommand: AsyncParsableCommand {
             throw CLIError(message: "cannot start: \(error)")
         }
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
+            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
+                       .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: "daemon", logger: logger))],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()

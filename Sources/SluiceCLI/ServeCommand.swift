@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import SluiceAPI
 
@@ -20,9 +22,14 @@ struct ServeCommand: AsyncParsableCommand {
         let config = try common.loadConfig().config
         if let port, !(1...65535).contains(port) { throw ValidationError("--port must be 1...65535") }
         let logger = Logger(label: "sluice.api")
+        // Provider calls made by this process (captions, LLM priority) report through swift-metrics into the
+        // registry that /metrics serves.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: APIServices
         do {
-            services = try APIServices.load(config: config, environment: ProcessInfo.processInfo.environment, logger: logger)
+            services = try APIServices.load(config: config, environment: ProcessInfo.processInfo.environment, logger: logger,
+                                            metrics: registry)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }

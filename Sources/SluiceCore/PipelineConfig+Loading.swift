@@ -375,7 +375,7 @@ extension PriorityConfig: Decodable {
 }
 
 extension APIConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case host, port, appTokensEnv, jwtSecretEnv }
+    enum CodingKeys: String, CodingKey, CaseIterable { case host, port, appTokensEnv, jwtSecretEnv, trustForwardedFor }
 
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
@@ -385,6 +385,7 @@ extension APIConfig: Decodable {
         v.port = try c.value(.port, default: v.port)
         v.appTokensEnv = try c.value(.appTokensEnv, default: v.appTokensEnv)
         v.jwtSecretEnv = try c.value(.jwtSecretEnv, default: v.jwtSecretEnv)
+        v.trustForwardedFor = try c.value(.trustForwardedFor, default: v.trustForwardedFor)
         self = v
     }
 }

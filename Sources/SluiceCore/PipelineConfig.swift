@@ -256,5 +256,8 @@ public struct APIConfig: Sendable, Equatable {
     public var appTokensEnv: String = "SLUICE_APP_TOKENS"
     /// Env var with the HS256 secret for end-user JWTs.
     public var jwtSecretEnv: String = "SLUICE_JWT_SECRET"
+    /// Behind a reverse proxy: take the client address for per-IP limits from the first `X-Forwarded-For`
+    /// entry instead of the connection's peer. Off by default (a client could forge the header).
+    public var trustForwardedFor: Bool = false
     public init() {}
 }

@@ -15,7 +15,7 @@ public struct CPUPool: Sendable {
     }
 
     /// Runs imaging work on the pool; the pool itself failing (shut down) is `nil`.
-    func imaging<T: Sendable>(_ body: @escaping @Sendable () throws(ImagingError) -> T) async -> Result<T, ImagingError>? {
+    public func imaging<T: Sendable>(_ body: @escaping @Sendable () throws(ImagingError) -> T) async -> Result<T, ImagingError>? {
         try? await run { () -> Result<T, ImagingError> in
             do throws(ImagingError) { return .success(try body()) } catch { return .failure(error) }
         }

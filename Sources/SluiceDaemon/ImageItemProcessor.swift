@@ -14,6 +14,8 @@ public struct ImageItemProcessor: Sendable {
     let providerName: String
     let caption: CaptionStage
     let logger: Logger
+    private let writeTimer = StageTimers.make("write")
+    private let captionTimer = StageTimers.make("caption")
 
     public init(config: PipelineConfig, store: StatusStore, pipeline: ImagePipeline, providerName: String,
                 captionProvider: Result<any CaptionProvider, CaptionUnavailableReason>, logger: Logger) {
@@ -85,13 +87,17 @@ public struct ImageItemProcessor: Sendable {
                 item.outputs = ItemOutputs(approved: root.relative(approved), thumbnail: root.relative(thumbnail),
                                            approvedBytes: image.approvedJPEG.count, thumbnailBytes: image.thumbnailJPEG.count)
                 item.timings.writeMs = (clock.now - start).milliseconds
+                writeTimer.record(clock.now - start)
             } catch {
                 verdict = .review(reason: "approved but outputs could not be written: \(error)")
                 stage = "write"
                 item.status = .review
                 item.reason = verdict.reason
             }
-            if verdict == .approved, case let .proceed(outcome) = await caption.run(image.classifyJPEG) {
+            let captionStart = clock.now
+            let captioned = verdict == .approved ? await caption.run(image.classifyJPEG) : nil
+            if captioned != nil { captionTimer.record(clock.now - captionStart) }
+            if case let .proceed(outcome)? = captioned {
                 item.caption = outcome
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import SluiceCore
 
 /// What the pipeline concluded about one upload, with everything learned on the way.
@@ -20,8 +21,11 @@ public struct ImagePipeline: Sendable {
     private let decode: DecodeStage
     private let classify: ClassifyStage
     private let policy: PolicyStage
+    /// `sluice_stage_duration_seconds{stage}` through swift-metrics (a histogram under Prometheus).
+    private let timers: StageTimers
 
     public init(config: PipelineConfig, processor: any ImageProcessor, provider: any VisionProvider, pool: CPUPool) {
+        timers = StageTimers()
         sniff = SniffStage(processor: processor)
         limits = LimitsStage(processor: processor, limits: config.limits, pool: pool)
         decode = DecodeStage(processor: processor, options: ImageOptions(config: config), pool: pool)
@@ -38,6 +42,7 @@ public struct ImagePipeline: Sendable {
             judgement.verdict = verdict
             judgement.decidedBy = stage
             judgement.timings.totalMs = (clock.now - started).milliseconds
+            timers.total.record(clock.now - started)
             return judgement
         }
 
@@ -59,10 +64,12 @@ public struct ImagePipeline: Sendable {
         case let .proceed(image): judgement.image = image
         }
         judgement.timings.decodeMs = (clock.now - decodeStart).milliseconds
+        timers.decode.record(clock.now - decodeStart)
 
         let classifyStart = clock.now
         let classification = await classify.run(judgement.image?.classifyJPEG ?? Data())
         judgement.timings.classifyMs = (clock.now - classifyStart).milliseconds
+        timers.classify.record(clock.now - classifyStart)
         switch classification {
         case let .finish(verdict): return finish(verdict, classify.name)
         case let .proceed(result): judgement.safeSearch = result
@@ -73,6 +80,24 @@ public struct ImagePipeline: Sendable {
         case let .finish(verdict): return finish(verdict, policy.name)
         case .proceed: return finish(.approved, policy.name)
         }
+    }
+}
+
+/// One latency histogram per stage, labelled by stage name.
+struct StageTimers: Sendable {
+    let decode = StageTimers.make("decode")
+    let classify = StageTimers.make("classify")
+    let total = StageTimers.make("total")
+
+    static func make(_ stage: String) -> Metrics.Timer {
+        Metrics.Timer(label: "sluice_stage_duration_seconds", dimensions: [("stage", stage)], preferredDisplayUnit: .seconds)
+    }
+}
+
+extension Metrics.Timer {
+    func record(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
 

@@ -155,6 +155,13 @@ public struct StatusStore: Sendable {
                 t.primaryKey(["key", "windowStart"])
             }
         }
+        migrator.registerMigration("v6-metrics-snapshots") { db in
+            try db.create(table: "metricsSnapshot") { t in
+                t.primaryKey("source", .text)
+                t.column("body", .text).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+        }
         return migrator
     }
 

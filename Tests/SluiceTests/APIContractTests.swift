@@ -1,0 +1,255 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import SluiceAPI
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// The caption service, metrics, health, wrong methods and the OpenAPI description, as clients see them.
+@Suite(.serialized) struct APIContractTests {
+    static let environment = ["SLUICE_APP_TOKENS": "app-1", "SLUICE_JWT_SECRET": "jwt-secret", "TEST_CAPTION_KEY": "sk-test-SECRET"]
+    static let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1"]
+
+    static var quiet: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    static func services(_ config: PipelineConfig) throws -> APIServices {
+        try APIServices.load(config: config, environment: environment, logger: quiet)
+    }
+
+    static func application(_ services: APIServices) -> some ApplicationProtocol {
+        buildApplication(services: services, environment: environment, logger: quiet)
+    }
+
+    static func object(_ buffer: ByteBuffer) -> [String: Any] {
+        ((try? JSONSerialization.jsonObject(with: Data(buffer: buffer))) as? [String: Any]) ?? [:]
+    }
+
+    static func captionError(_ buffer: ByteBuffer) -> String? {
+        let object = object(buffer)
+        guard object["success"] as? Bool == false, let error = object["error"] as? [String: Any],
+              error["message"] is String, error["timestamp"] is String else { return nil }
+        return error["code"] as? String
+    }
+
+    static func captionBody(_ data: Data, mimeType: String) -> ByteBuffer {
+        let body = try? JSONSerialization.data(withJSONObject: ["imageData": data.base64EncodedString(), "mimeType": mimeType])
+        return ByteBuffer(data: body ?? Data())
+    }
+
+    static func captionConfig(_ root: TemporaryDataRoot, server: FakeJSONServer?) -> PipelineConfig {
+        root.config(endpoint: "http://127.0.0.1:9/v1") { config in
+            guard let server else { return }
+            config.caption.provider = "openai-compatible"
+            config.caption.baseURL = server.baseURL + "/v1"
+            config.caption.model = "llava:7b"
+            config.caption.apiKeyEnv = "TEST_CAPTION_KEY"
+            config.caption.maxAttempts = 1
+        }
+    }
+
+    @Test func generateCaptionAnswersInTheSeedEnvelopeAndSendsAMetadataFreeJPEG() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeJSONServer.start { _, _ in
+            .init(body: #"{"id":"c1","object":"chat.completion","model":"llava:7b","choices":[{"index":0,"message":{"role":"assistant","content":"A dog on a sofa."},"finish_reason":"stop"}],"usage":{"prompt_tokens":700,"completion_tokens":6,"total_tokens":706}}"#)
+        }
+        defer { server.stop() }
+        // A JPEG that carries GPS coordinates in its EXIF.
+        let photo = try Data(contentsOf: TestEnvironment.fixture("images/exif-edge/exif_gps.jpg"))
+        try await Self.application(Self.services(Self.captionConfig(root, server: server))).test(.router) { client in
+            try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app,
+                                     body: Self.captionBody(photo, mimeType: "image/jpeg")) { response in
+                #expect(response.status == .ok)
+                let object = Self.object(response.body)
+                #expect(object["success"] as? Bool == true)
+                let data = try #require(object["data"] as? [String: Any])
+                #expect(data["caption"] as? String == "A dog on a sofa.")
+                #expect(data["provider"] as? String == "openai-compatible" && data["model"] as? String == "llava:7b")
+                #expect(data["confidence"] is NSNull)
+                #expect((data["usage"] as? [String: Any])?["totalTokens"] as? Int == 706)
+                #expect(data["processingTime"] is Int)
+                let requestId = try #require(data["requestId"] as? String)
+                #expect(requestId.hasPrefix("req_") && response.headers[HTTPField.Name("X-Request-Id")!] == requestId)
+                let metadata = try #require(object["metadata"] as? [String: Any])
+                #expect(metadata["mimeType"] as? String == "image/jpeg" && metadata["imageBytes"] as? Int == photo.count)
+                #expect((metadata["rateLimit"] as? [String: Any])?["remaining"] as? Int == 59)
+            }
+        }
+        // What reached the provider: a JPEG data URL without EXIF (no GPS leaves the machine).
+        let request = try #require(server.received.first)
+        #expect(request.path == "/v1/chat/completions" && request.headers["authorization"] == "Bearer sk-test-SECRET")
+        let messages = try #require(request.json?["messages"] as? [[String: Any]])
+        let parts = try #require(messages.first?["content"] as? [[String: Any]])
+        let urls: [String] = parts.compactMap { part in (part["image_url"] as? [String: Any])?["url"] as? String }
+        let url = try #require(urls.first)
+        let prefix = "data:image/jpeg;base64,"
+        #expect(url.hasPrefix(prefix))
+        let sent = try #require(Data(base64Encoded: String(url.dropFirst(prefix.count))))
+        #expect(JPEGInspector.dimensions(sent) != nil)
+        #expect(!JPEGInspector.metadataSegments(sent).contains { $0.hasPrefix("APP1") })
+    }
+
+    @Test func generateCaptionErrorsUseTheSeedCodes() async throws {
+        let root = try TemporaryDataRoot()
+        let failing = try await FakeJSONServer.start { _, _ in .init(status: 400, body: #"{"error":{"message":"model not found"}}"#) }
+        defer { failing.stop() }
+        let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
+        let services = try Self.services(Self.captionConfig(root, server: failing))
+        try await Self.application(services).test(.router) { client in
+            func expect(_ method: HTTPRequest.Method = .post, headers: HTTPFields = Self.app, body: ByteBuffer = ByteBuffer(),
+                        _ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+                try await client.execute(uri: "/api/generateCaption", method: method, headers: headers, body: body) { response in
+                    #expect(response.status == status, sourceLocation: sourceLocation)
+                    #expect(Self.captionError(response.body) == code, sourceLocation: sourceLocation)
+                }
+            }
+            try await expect(headers: [:], body: Self.captionBody(png, mimeType: "image/png"), .unauthorized, "AUTH_001")
+            try await expect(headers: [HTTPField.Name("X-App-Token")!: "wrong"], .unauthorized, "AUTH_001")
+            try await expect(.get, .methodNotAllowed, "METHOD_001")
+            try await expect(.put, .methodNotAllowed, "METHOD_001")
+            try await expect(body: ByteBuffer(string: "{not json"), .badRequest, "VAL_001")
+            try await expect(body: ByteBuffer(string: #"{"imageData": 5, "mimeType": "image/png"}"#), .badRequest, "VAL_001")
+            try await expect(body: Self.captionBody(png, mimeType: "image/gif"), .badRequest, "VAL_001")
+            try await expect(body: Self.captionBody(png, mimeType: "image/jpeg"), .badRequest, "VAL_001")
+            try await expect(body: ByteBuffer(string: #"{"imageData": "@@@not base64@@@", "mimeType": "image/png"}"#), .badRequest, "VAL_001")
+            try await expect(body: Self.captionBody(Data(repeating: 0xFF, count: 5 * 1024 * 1024 + 1), mimeType: "image/jpeg"),
+                             .badRequest, "VAL_001")
+            // The provider answering an error is AI_001.
+            try await expect(body: Self.captionBody(png, mimeType: "image/png"), .internalServerError, "AI_001")
+            try await client.execute(uri: "/api/nothing", method: .post, headers: Self.app) { response in
+                #expect(response.status == .notFound && Self.captionError(response.body) == "VAL_001")
+            }
+        }
+    }
+
+    @Test func generateCaptionLimitsEachClientAddressTo60PerMinute() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try Self.services(Self.captionConfig(root, server: nil))
+        try await Self.application(services).test(.router) { client in
+            // Counted before the body is read: invalid bodies count too.
+            for _ in 0..<60 {
+                try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app, body: ByteBuffer(string: "{}")) { response in
+                    #expect(response.status == .badRequest)
+                }
+            }
+            try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app, body: ByteBuffer(string: "{}")) { response in
+                #expect(response.status == .tooManyRequests && Self.captionError(response.body) == "RATE_001")
+                #expect(Int(response.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            }
+        }
+        // No provider configured: AI_001 once the limit resets (fresh root).
+        let other = try TemporaryDataRoot()
+        let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
+        try await Self.application(Self.services(Self.captionConfig(other, server: nil))).test(.router) { client in
+            try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app,
+                                     body: Self.captionBody(png, mimeType: "image/png")) { response in
+                #expect(response.status == .internalServerError && Self.captionError(response.body) == "AI_001")
+            }
+        }
+    }
+
+    @Test func wrongMethodsAndUnknownPathsGetTheEnvelope() async throws {
+        let root = try TemporaryDataRoot()
+        try await Self.application(Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))).test(.router) { client in
+            for (method, uri, allow) in [(HTTPRequest.Method.delete, "/v1/items/alice/a", "GET"), (.get, "/v1/uploads/alice", "POST"),
+                                         (.put, "/healthz", "GET"), (.get, "/v1/functions/validate_text", "POST"), (.post, "/metrics", "GET")] {
+                try await client.execute(uri: uri, method: method, headers: Self.app) { response in
+                    #expect(response.status == .methodNotAllowed, "\(method) \(uri)")
+                    #expect(response.headers[.allow] != nil)
+                    #expect(response.headers[.allow] == allow, "\(method) \(uri)")
+                    #expect((Self.object(response.body)["error"] as? [String: Any])?["status"] as? String == "INVALID_ARGUMENT")
+                }
+            }
+            try await client.execute(uri: "/nothing/here", method: .get, headers: Self.app) { response in
+                #expect(response.status == .notFound)
+                #expect((Self.object(response.body)["error"] as? [String: Any])?["status"] as? String == "NOT_FOUND")
+            }
+            try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: Self.app,
+                                     body: ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20)) { response in
+                #expect(response.status == .contentTooLarge)
+                #expect((Self.object(response.body)["error"] as? [String: Any])?["status"] as? String == "INVALID_ARGUMENT")
+            }
+        }
+    }
+
+    @Test func metricsAndHealthShowTheDaemonsStagesAndProviders() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "alice", name: "a.jpg")
+        // The real daemon process publishes its metrics into the store as it stops.
+        let config = try root.writeConfigFile(endpoint: vision.endpoint)
+        let run = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let services = try Self.services(root.config(endpoint: vision.endpoint))
+        try await Self.application(services).test(.router) { client in
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .unauthorized)
+            }
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok)
+                let object = Self.object(response.body)
+                #expect(object["status"] as? String == "ok" && object["store"] as? String == "reachable")
+                let providers = try #require(object["providers"] as? [[String: Any]])
+                let visionEntry = try #require(providers.first { $0["role"] as? String == "vision" })
+                #expect(visionEntry["name"] as? String == "google-vision" && visionEntry["reachable"] as? Bool == true)
+                #expect((visionEntry["circuit"] as? [String: String])?["daemon"] == "closed")
+            }
+            try await client.execute(uri: "/metrics", method: .get, headers: Self.app) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+                let text = String(buffer: response.body)
+                #expect(text.contains(#"sluice_items{kind="image",status="approved"} 1"#))
+                #expect(text.contains(#"sluice_stage_duration_seconds_count{process="daemon",stage="decode"} 1"#))
+                #expect(text.contains(#"sluice_stage_duration_seconds_bucket{process="daemon",stage="classify",le="+Inf"} 1"#))
+                #expect(text.contains(#"sluice_provider_calls_total{process="daemon",provider="google-vision",outcome="success"} 1"#))
+                #expect(text.contains(#"sluice_http_requests_total{process="serve",route="/healthz",method="GET",status="200"} 1"#))
+                // One TYPE line per family, as Prometheus requires.
+                let types = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
+                #expect(Set(types).count == types.count)
+            }
+        }
+        // The provider gone: health says degraded and which provider.
+        vision.stop()
+        let later = try Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))
+        try await Self.application(later).test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                let object = Self.object(response.body)
+                #expect(response.status == .ok && object["status"] as? String == "degraded")
+                let providers = object["providers"] as? [[String: Any]] ?? []
+                #expect(providers.first?["reachable"] as? Bool == false && providers.first?["problem"] is String)
+            }
+        }
+    }
+
+    @Test func theOpenAPIDescriptionMatchesTheRegisteredRoutes() throws {
+        let file = TestEnvironment.repositoryRoot.appendingPathComponent("Sources/SluiceAPI/openapi.json")
+        let spec = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        #expect(spec["openapi"] as? String == "3.1.0")
+        let paths = try #require(spec["paths"] as? [String: [String: Any]])
+        var described = Set<String>()
+        for (path, operations) in paths {
+            for (method, operation) in operations where ["get", "post", "put", "delete", "patch"].contains(method) {
+                described.insert("\(method.uppercased()) \(path)")
+                let responses = (operation as? [String: Any])?["responses"] as? [String: Any] ?? [:]
+                #expect(responses.keys.contains { $0.hasPrefix("2") }, "\(method) \(path) documents no success")
+                #expect(responses.keys.contains { $0.hasPrefix("4") }, "\(method) \(path) documents no error")
+            }
+        }
+        let root = try TemporaryDataRoot()
+        let router = buildRouter(services: try Self.services(root.config(endpoint: "http://127.0.0.1:9/v1")), environment: Self.environment)
+        let registered = Set(router.routes.map { route in
+            "\(route.method.rawValue) " + route.path.description.split(separator: "/")
+                .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.reduce("") { $0 + "/" + $1 }
+        })
+        #expect(described == registered, "only described: \(described.subtracting(registered)), only registered: \(registered.subtracting(described))")
+    }
+}
