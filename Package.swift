@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.0"),
     ],
     targets: [
         // C: libvips and libexif, touched only by SluiceImaging.
@@ -64,6 +65,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ], exclude: ["openapi.json"]),
         .target(name: "SluiceCLI", dependencies: [
             "SluiceAPI",

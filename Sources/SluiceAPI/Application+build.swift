@@ -56,6 +56,7 @@ public func buildApplication(services: APIServices, environment: [String: String
                              logger: Logger = Logger(label: "sluice.api")) -> some ApplicationProtocol {
     let router = buildRouter(services: services, environment: environment, now: now)
     return Application(router: router,
+                       server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
                        configuration: .init(address: .hostname(services.config.api.host, port: port ?? services.config.api.port),
                                             serverName: "sluice"),
                        logger: logger)

@@ -51,6 +51,9 @@ import Testing
         return "\(header).\(payload).\(b64(Data(signature)))"
     }
 
+    /// A 1×1 PNG.
+    static let tinyPNG: [UInt8] = Array(Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==") ?? Data())
+
     static func envelope(_ buffer: ByteBuffer) -> (status: String?, message: String?) {
         let object = (try? JSONSerialization.jsonObject(with: Data(buffer: buffer))) as? [String: Any]
         let error = object?["error"] as? [String: Any]
@@ -334,6 +337,24 @@ import Testing
                 let escaped = string.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "x"
                 try await client.execute(uri: "/v1/items/\(escaped)", method: .get, headers: token) { response in
                     #expect(response.status.code < 500, "\(string.debugDescription): \(response.status)")
+                }
+                // As a user id and an image id in every path that takes one, and in the other callables' fields.
+                for (method, uri) in [(HTTPRequest.Method.get, "/v1/items/\(escaped)/a"), (.get, "/v1/items/alice/\(escaped)"),
+                                      (.get, "/v1/images/approved/\(escaped)/a.jpg"), (.get, "/v1/images/thumbnails/alice/\(escaped).jpg"),
+                                      (.post, "/v1/uploads/\(escaped)")] {
+                    var headers = token
+                    headers[.contentType] = "image/png"
+                    try await client.execute(uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: Self.tinyPNG)) { response in
+                        #expect(response.status.code < 500, "\(uri): \(response.status)")
+                        if response.status.code >= 400 { #expect(Self.envelope(response.body).status != nil, "\(uri)") }
+                    }
+                }
+                for data in [["messageId": string, "category": "spam"], ["messageText": string], ["text": string, "context": string]] {
+                    let name = data["messageId"] != nil ? "submit_report" : data["messageText"] != nil ? "detectPriority" : "validate_text"
+                    let body = try JSONSerialization.data(withJSONObject: ["data": data])
+                    try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: token, body: ByteBuffer(bytes: body)) { response in
+                        #expect(response.status == .ok || response.status == .badRequest, "\(name) \(string.debugDescription): \(response.status)")
+                    }
                 }
             }
         }
