@@ -21,7 +21,9 @@ final class ProtocolErrorEnvelopeHandler: ChannelDuplexHandler, RemovableChannel
         case .headerOverflow: (.requestHeaderFieldsTooLarge, "request headers are too large")
         default: (.badRequest, "malformed HTTP request: \(parserError)")
         }
-        let body = (try? JSONEncoder().encode(["error": ["status": "INVALID_ARGUMENT", "message": message]])) ?? Data()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let body = (try? encoder.encode(["error": ["status": "INVALID_ARGUMENT", "message": message]])) ?? Data()
         let head = HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: "\(body.count)",
                                                                .connection: "close"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)

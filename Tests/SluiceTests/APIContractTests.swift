@@ -295,7 +295,7 @@ import Testing
             let huge = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 200_000))\r\n\r\n".utf8)
             let answer = try await Self.exchange(port: port, huge)
             #expect(answer.hasPrefix("HTTP/1.1 431"))
-            #expect(answer.contains(#"{"error":{"status":"INVALID_ARGUMENT","message":"request headers are too large"}}"#))
+            #expect(answer.contains(#""status":"INVALID_ARGUMENT""#) && answer.contains(#""message":"request headers are too large""#))
             let garbage = try await Self.exchange(port: port, Array("NOT HTTP AT ALL\r\n\r\n".utf8))
             #expect(garbage.hasPrefix("HTTP/1.1 400") && garbage.contains(#""status":"INVALID_ARGUMENT""#))
             try await client.execute(uri: "/healthz", method: .get) { response in
