@@ -58,14 +58,9 @@ extension Routes {
         case let .failure(reason):
             throw CaptionAPIError(.ai, "captioning is not available: \(reason.reason)")
         case let .success(provider):
-            let limits = services.config.limits
             let options = ImageOptions(config: services.config)
             let prepared = await services.pool.imaging { () throws(ImagingError) -> ProcessedImage in
-                let header = try processor.header(image, format: sniffed)
-                guard header.pixels <= limits.maxPixels else {
-                    throw ImagingError(.tooManyPixels, "too many pixels: \(header.width)×\(header.height), over the \(limits.maxPixels) limit")
-                }
-                return try processor.process(image, format: sniffed, options: options)
+                try processor.decodeChecked(image, format: sniffed, options: options)
             }
             let jpeg: Data
             switch prepared {

@@ -95,3 +95,13 @@ public protocol ImageProcessor: Sendable {
     func header(_ data: Data, format: ImageFormat) throws(ImagingError) -> ImageHeader
     func process(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage
 }
+
+extension ImageProcessor {
+    /// Bytes from outside, once their format is known: the structure and header checks, then the one decode
+    /// (which enforces the pixel limit). Every path that decodes an upload outside the daemon's staged
+    /// pipeline (reprocessing, review, the caption API) goes through here.
+    public func decodeChecked(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
+        _ = try header(data, format: format)
+        return try process(data, format: format, options: options)
+    }
+}

@@ -50,9 +50,7 @@ struct ImageReprocessing: Sendable {
             }
             let image: ProcessedImage
             do throws(ImagingError) {
-                let format = try processor.sniff(bytes)
-                _ = try processor.header(bytes, format: format)
-                image = try processor.process(bytes, format: format, options: options)
+                image = try processor.decodeChecked(bytes, format: try processor.sniff(bytes), options: options)
             } catch {
                 result.stages["classify"] = .failed
                 result.failure = "\(item.id): \(error.message)"

@@ -42,9 +42,7 @@ public struct ReviewService: Sendable {
                 }
                 let image: ProcessedImage
                 do throws(ImagingError) {
-                    let format = try processor.sniff(bytes)
-                    _ = try processor.header(bytes, format: format)
-                    image = try processor.process(bytes, format: format, options: options)
+                    image = try processor.decodeChecked(bytes, format: try processor.sniff(bytes), options: options)
                 } catch {
                     throw ReviewError(message: "\(id) cannot be approved: \(error.message)")
                 }
