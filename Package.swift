@@ -59,12 +59,11 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "SluiceAPI", dependencies: [
-            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon", "SluiceImaging",
+            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon", "SluiceImaging", "SluiceProviders",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], exclude: ["openapi.json"]),

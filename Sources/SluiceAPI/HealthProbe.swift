@@ -1,7 +1,7 @@
-import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SluiceCore
+import SluiceProviders
 
 /// Checks whether each configured provider answers at all (any HTTP response counts; only connection
 /// failures and timeouts do not), at most once per `ttl`, so health checks never hammer a provider.
@@ -53,15 +53,8 @@ actor HealthProbe {
     }
 
     static func probe(_ url: String, timeout: TimeAmount, now: Date) async -> Reachability {
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        do {
-            let response = try await HTTPClient.shared.execute(request, timeout: timeout)
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            return Reachability(reachable: true, checkedAt: now)
-        } catch {
-            return Reachability(reachable: false, problem: "\(type(of: error)): \(String(describing: error).prefix(200))", checkedAt: now)
-        }
+        let problem = await ProviderHTTP.unreachable(url, timeout: timeout)
+        return Reachability(reachable: problem == nil, problem: problem.map { String($0.prefix(200)) }, checkedAt: now)
     }
 
     /// Scheme, host and port only: paths and queries can carry keys.

@@ -22,9 +22,8 @@ extension Routes {
         let client = context.clientAddress ?? "unknown"
         let limit = try services.store.consumeRateLimit(key: "caption:\(client)", limit: Self.captionPerMinute, windowSeconds: 60, now: now())
         guard limit.allowed else {
-            let wait = max(1, Int(limit.resetAt.timeIntervalSince(now()).rounded(.up)))
             throw CaptionAPIError(.rate, "caption limit of \(Self.captionPerMinute) per minute reached for \(client); resets at \(limit.resetAt.formatted(.iso8601))",
-                                  headers: [.retryAfter: "\(wait)"])
+                                  headers: retryAfter(limit))
         }
         // Base64 of 5 MB plus the JSON around it.
         let body: ByteBuffer
@@ -76,8 +75,7 @@ extension Routes {
             }
         }
         let requestId = "req_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let (seconds, attoseconds) = (ContinuousClock.now - started).components
-        let elapsed = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+        let elapsed = (ContinuousClock.now - started).milliseconds
         let envelope = CaptionSuccess(
             data: .init(caption: caption.caption, provider: caption.provider, model: caption.model, confidence: nil,
                         usage: caption.usage, processingTime: Int(elapsed.rounded()), requestId: requestId),

@@ -38,10 +38,14 @@ struct Routes: Sendable {
         let state = try services.store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
                                                          windowSeconds: limit.windowSeconds, now: now())
         guard state.allowed else {
-            let wait = max(1, Int(state.resetAt.timeIntervalSince(now()).rounded(.up)))
             throw APIError(.resourceExhausted, "\(limit.rawValue) limit of \(limit.limit) per \(limit.windowSeconds == 60 ? "minute" : "hour") reached; resets at \(state.resetAt.formatted(.iso8601))",
-                           headers: [.retryAfter: "\(wait)"])
+                           headers: retryAfter(state))
         }
+    }
+
+    /// `Retry-After` in whole seconds (at least 1) until a limit's window resets.
+    func retryAfter(_ state: RateLimitState) -> HTTPFields {
+        [.retryAfter: "\(max(1, Int(state.resetAt.timeIntervalSince(now()).rounded(.up))))"]
     }
 
     // MARK: Items

@@ -87,15 +87,8 @@ public struct GoogleVisionProvider: VisionProvider {
 extension GoogleVisionProvider {
     /// Whether anything answers HTTP at the endpoint (any status counts); used to warn at start-up.
     public func probe(timeoutSeconds: Int64 = 3) async -> String? {
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        do {
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeoutSeconds))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            return nil
-        } catch {
-            return "vision provider unreachable at \(url): \(http.scrub(String(describing: error)))"
-        }
+        guard let problem = await ProviderHTTP.unreachable(url, timeout: .seconds(timeoutSeconds)) else { return nil }
+        return "vision provider unreachable at \(url): \(http.scrub(problem))"
     }
 }
 

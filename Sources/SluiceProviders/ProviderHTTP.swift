@@ -97,6 +97,20 @@ public struct ProviderHTTP: Sendable {
         return max(0, date.timeIntervalSinceNow)
     }
 
+    /// Whether anything answers HTTP at `url` (any status counts): nil when it does, otherwise why not.
+    /// Start-up warnings and `/healthz` both ask this.
+    public static func unreachable(_ url: String, timeout: TimeAmount, client: HTTPClient = .shared) async -> String? {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            return nil
+        } catch {
+            return String(describing: error)
+        }
+    }
+
     static func preview(_ data: Data) -> String {
         let text = String(decoding: data.prefix(80), as: UTF8.self)
         return "\"" + String(text.unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) }) + "\""
