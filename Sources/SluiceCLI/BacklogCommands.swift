@@ -40,9 +40,7 @@ struct IngestCommand: AsyncParsableCommand {
         }
         renderer.finish()
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            try printJSON(summary)
             return
         }
         print("copied \(summary.copied) (\(summary.bytes / 1024) KiB), already ingested \(summary.alreadyIngested), already pending \(summary.alreadyPending), rejected \(summary.rejected.count)")
@@ -67,7 +65,7 @@ struct ReviewCommand: AsyncParsableCommand {
             let config = try common.loadConfig().config
             let items = try StatusStore(path: config.store.path).items(status: .review).reversed()
             if json {
-                print(String(decoding: try ItemJSON.encoder.encode(items.map { ItemJSON($0) }), as: UTF8.self))
+                try printJSON(items.map { ItemJSON($0) })
             } else {
                 print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())
                 print("\n\(items.count) in review")
@@ -142,7 +140,7 @@ struct ReportsCommand: AsyncParsableCommand {
             let reports = try store.reports()
             let items = Dictionary(uniqueKeysWithValues: try store.items(ids: Array(Set(reports.map(\.messageId)))).map { ($0.id, $0) })
             if json {
-                print(String(decoding: try ItemJSON.encoder.encode(reports.map { Entry(report: $0, item: items[$0.messageId].map { ItemJSON($0) }) }), as: UTF8.self))
+                try printJSON(reports.map { Entry(report: $0, item: items[$0.messageId].map { ItemJSON($0) }) })
                 return
             }
             var table = TextTable(headers: ["REPORT", "CREATED", "CATEGORY", "ITEM", "ITEM STATUS", "BY", "DESCRIPTION"])

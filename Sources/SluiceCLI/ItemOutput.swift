@@ -109,6 +109,11 @@ struct ItemJSON: Encodable {
     }()
 }
 
+/// Prints a value as the CLI's `--json` output: pretty, sorted keys, ISO 8601 dates.
+func printJSON<T: Encodable>(_ value: T) throws {
+    print(String(decoding: try ItemJSON.encoder.encode(value), as: UTF8.self))
+}
+
 /// Aligned plain-text table.
 struct TextTable {
     var headers: [String]

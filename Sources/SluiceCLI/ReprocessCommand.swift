@@ -76,9 +76,7 @@ struct ReprocessCommand: AsyncParsableCommand {
         ) { done, total in renderer.update(done: done, total: total) }
         renderer.finish()
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            try printJSON(summary)
             return
         }
         print(Self.render(summary))

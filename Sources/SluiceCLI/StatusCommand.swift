@@ -23,7 +23,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let history = try store.events(itemId: id)
         if json {
-            print(String(decoding: try ItemJSON.encoder.encode(ItemJSON(item, history: history)), as: UTF8.self))
+            try printJSON(ItemJSON(item, history: history))
             return
         }
         var lines = [
@@ -82,7 +82,7 @@ struct ListCommand: AsyncParsableCommand {
         let store = try StatusStore(path: config.store.path)
         let items = try store.items(status: status, kind: kind, limit: limit)
         if json {
-            print(String(decoding: try ItemJSON.encoder.encode(items.map { ItemJSON($0) }), as: UTF8.self))
+            try printJSON(items.map { ItemJSON($0) })
             return
         }
         print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())
