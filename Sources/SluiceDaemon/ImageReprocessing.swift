@@ -4,6 +4,7 @@ import SluiceCore
 /// One stored image re-judged: classify (and policy) from the stored image, caption when approved, and the
 /// file moves its new verdict needs. `finalize()` deletes what the committed row no longer points at.
 struct ImageReprocessing: Sendable {
+    /// How one stage came out for one item; texts use it too.
     enum Outcome: Sendable { case changed, unchanged, failed }
 
     struct Result: Sendable {

@@ -41,6 +41,15 @@ public struct Reprocessor: Sendable {
         public var changed = 0
         public var unchanged = 0
         public var failed = 0
+
+        /// Counts one item's outcome at a stage (images and texts alike).
+        mutating func add(_ outcome: ImageReprocessing.Outcome) {
+            switch outcome {
+            case .changed: changed += 1
+            case .unchanged: unchanged += 1
+            case .failed: failed += 1
+            }
+        }
     }
 
     public struct Change: Sendable, Codable, Equatable {
@@ -178,21 +187,9 @@ public struct Reprocessor: Sendable {
         var priority: PriorityVerdict?
         var stages: [String] = []
         /// How each stage came out for this item (nil: not run); no per-item dictionary on this hot path.
-        var textOutcome: StageResult?
-        var priorityOutcome: StageResult?
+        var textOutcome: ImageReprocessing.Outcome?
+        var priorityOutcome: ImageReprocessing.Outcome?
         var failure: String?
-    }
-
-    private enum StageResult: Sendable {
-        case changed, unchanged, failed
-
-        func add(to counts: inout StageCounts) {
-            switch self {
-            case .changed: counts.changed += 1
-            case .unchanged: counts.unchanged += 1
-            case .failed: counts.failed += 1
-            }
-        }
     }
 
     /// The filter and the scorer are pure, so a batch is judged on every core at once.
@@ -253,8 +250,8 @@ public struct Reprocessor: Sendable {
         // Judged on the light snapshots; only the changed columns are written back.
         var pending: [String: (verdict: TextVerdict?, priority: PriorityVerdict?, stages: [String])] = [:]
         for judgement in await judgeTexts(snapshots, stages: options.stages) {
-            judgement.textOutcome?.add(to: &summary.stages["text", default: StageCounts()])
-            judgement.priorityOutcome?.add(to: &summary.stages["priority", default: StageCounts()])
+            if let outcome = judgement.textOutcome { summary.stages["text", default: StageCounts()].add(outcome) }
+            if let outcome = judgement.priorityOutcome { summary.stages["priority", default: StageCounts()].add(outcome) }
             if let failure = judgement.failure { summary.failures.append(failure) }
             if !judgement.stages.isEmpty { pending[judgement.id] = (judgement.verdict, judgement.priority, judgement.stages) }
         }
@@ -315,13 +312,7 @@ public struct Reprocessor: Sendable {
             return results
         }
         for result in results {
-            for (stage, outcome) in result.stages {
-                switch outcome {
-                case .changed: summary.stages[stage, default: StageCounts()].changed += 1
-                case .unchanged: summary.stages[stage, default: StageCounts()].unchanged += 1
-                case .failed: summary.stages[stage, default: StageCounts()].failed += 1
-                }
-            }
+            for (stage, outcome) in result.stages { summary.stages[stage, default: StageCounts()].add(outcome) }
             if let failure = result.failure { summary.failures.append(failure) }
             if let updated = result.updated {
                 note(id: updated.id, from: result.original.status, to: updated.status, stage: result.stageLabel, why: result.why,
