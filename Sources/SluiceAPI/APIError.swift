@@ -40,9 +40,16 @@ public struct APIError: HTTPResponseError, Sendable {
         self.headers = headers
     }
 
+    /// `{"error": {"message": …, "status": …}}`, sorted keys: the one encoding of the envelope, also written by
+    /// `ProtocolErrorEnvelopeHandler` for requests that never reach the router.
+    var envelopeJSON: Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(["error": ["status": code.rawValue, "message": message]])) ?? Data()
+    }
+
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body: [String: [String: String]] = ["error": ["status": code.rawValue, "message": message]]
-        let data = (try? JSONEncoder().encode(body)) ?? Data()
+        let data = envelopeJSON
         var fields = headers
         fields[.contentType] = "application/json"
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))

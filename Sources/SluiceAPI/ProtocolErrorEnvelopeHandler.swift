@@ -21,9 +21,7 @@ final class ProtocolErrorEnvelopeHandler: ChannelDuplexHandler, RemovableChannel
         case .headerOverflow: (.requestHeaderFieldsTooLarge, "request headers are too large")
         default: (.badRequest, "malformed HTTP request: \(parserError)")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let body = (try? encoder.encode(["error": ["status": "INVALID_ARGUMENT", "message": message]])) ?? Data()
+        let body = APIError(.invalidArgument, message, status: status).envelopeJSON
         let head = HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: "\(body.count)",
                                                                .connection: "close"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
