@@ -1,6 +1,7 @@
 import CVipsShim
 import Foundation
 import SluiceCore
+import Synchronization
 
 /// libvips-backed `ImageProcessor`: one decode per image, everything produced from it.
 public struct VipsImageProcessor: ImageProcessor {
@@ -28,7 +29,40 @@ public struct VipsImageProcessor: ImageProcessor {
 
     public func header(_ data: Data, format: ImageFormat) throws(ImagingError) -> ImageHeader {
         try StructureCheck.check(data, format: format, maxMetadataBytes: maxMetadataBytes)
-        return try withImageBytes(data) { (buffer) throws(ImagingError) -> ImageHeader in
+        return try Self.withOwnErrorMessage { () throws(ImagingError) in try readHeader(data, format: format) }
+    }
+
+    public func process(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
+        try Self.withOwnErrorMessage { () throws(ImagingError) in try processOnce(data, format: format, options: options) }
+    }
+
+    // MARK: - libvips' process-wide error buffer
+
+    static let noDetail = "libvips reported no detail"
+
+    /// Guards reads of libvips' error buffer, which is process-wide and cleared by each read: a decode failing
+    /// on one pool thread can have its message taken by another thread's read.
+    private static let errorReads = Mutex(())
+
+    /// Set on the thread that re-runs a step while holding `errorReads`, so its own reads do not wait for it.
+    private static let holdsErrorReadsKey = "sluice.vips.holdsErrorReads"
+
+    /// Runs a libvips step; when it failed but another thread's read took its message, runs it once more with
+    /// other threads' reads held off (decoding is deterministic, so it fails again, now with its own reason).
+    static func withOwnErrorMessage<T: Sendable>(_ step: () throws(ImagingError) -> T) throws(ImagingError) -> T {
+        do {
+            return try step()
+        } catch where error.message.hasSuffix(noDetail) {
+            return try errorReads.withLock { _ throws(ImagingError) -> T in
+                Thread.current.threadDictionary[holdsErrorReadsKey] = true
+                defer { Thread.current.threadDictionary.removeObject(forKey: holdsErrorReadsKey) }
+                return try step()
+            }
+        }
+    }
+
+    private func readHeader(_ data: Data, format: ImageFormat) throws(ImagingError) -> ImageHeader {
+        try withImageBytes(data) { (buffer) throws(ImagingError) -> ImageHeader in
             try checkLoader(buffer, format: format)
             let image = try openHeader(buffer, format: format)
             defer { sluice_vips_unref(image) }
@@ -36,7 +70,7 @@ public struct VipsImageProcessor: ImageProcessor {
         }
     }
 
-    public func process(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
+    private func processOnce(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
         try withImageBytes(data) { (buffer) throws(ImagingError) -> ProcessedImage in
             try checkLoader(buffer, format: format)
             let header = try openHeader(buffer, format: format)
@@ -169,7 +203,12 @@ public struct VipsImageProcessor: ImageProcessor {
     /// libvips' error buffer is process-wide, so concurrent decodes can mix their messages; with a format,
     /// only lines from that format's loader (or generic ones) are kept, deduplicated.
     static func lastError(about format: ImageFormat? = nil) -> String {
-        guard let copy = sluice_vips_error_copy() else { return "libvips reported no detail" }
+        if Thread.current.threadDictionary[holdsErrorReadsKey] != nil { return readError(about: format) }
+        return errorReads.withLock { _ in readError(about: format) }
+    }
+
+    private static func readError(about format: ImageFormat?) -> String {
+        guard let copy = sluice_vips_error_copy() else { return noDetail }
         defer { sluice_g_free(copy) }
         let markers: [String] = switch format {
         case .jpeg: ["jpeg", "jpg"]
@@ -189,6 +228,6 @@ public struct VipsImageProcessor: ImageProcessor {
                 return !others.contains(where: lowered.contains)
             }
         let text = lines.prefix(3).joined(separator: "; ")
-        return text.isEmpty ? "libvips reported no detail" : String(text.prefix(400))
+        return text.isEmpty ? noDetail : String(text.prefix(400))
     }
 }
