@@ -28,8 +28,8 @@ import Testing
         try APIServices.load(config: config, environment: environment, logger: quiet)
     }
 
-    static func application(_ services: APIServices) -> some ApplicationProtocol {
-        buildApplication(services: services, environment: environment, logger: quiet)
+    static func application(_ services: APIServices, now: @escaping @Sendable () -> Date = Date.init) -> some ApplicationProtocol {
+        buildApplication(services: services, environment: environment, now: now, logger: quiet)
     }
 
     static func object(_ buffer: ByteBuffer) -> [String: Any] {
@@ -136,7 +136,10 @@ import Testing
     @Test func generateCaptionLimitsEachClientAddressTo60PerMinute() async throws {
         let root = try TemporaryDataRoot()
         let services = try Self.services(Self.captionConfig(root, server: nil))
-        try await Self.application(services).test(.router) { client in
+        // A fixed clock: the limit's windows are fixed minutes, and a real clock could cross into the next one
+        // between the 60th and 61st request.
+        let instant = Date(timeIntervalSince1970: 1_800_000_010)
+        try await Self.application(services, now: { instant }).test(.router) { client in
             // Counted before the body is read: invalid bodies count too.
             for _ in 0..<60 {
                 try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app, body: ByteBuffer(string: "{}")) { response in
