@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -32,14 +35,36 @@ public struct StatusStore: Sendable {
                 return
             }
             try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let pool = try DatabasePool(path: path.path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-            writer = pool
+            writer = try Self.withOpeningLock(beside: path) { () throws -> DatabasePool in
+                let pool = try DatabasePool(path: path.path, configuration: configuration)
+                try Self.migrator.migrate(pool)
+                return pool
+            }
         } catch let error as StoreError {
             throw error
         } catch {
             throw StoreError(operation: "open store at \(path.path)", underlying: error)
         }
+    }
+
+    /// Processes opening a new store at once (daemon and API started together) raced: switching a new file to
+    /// WAL failed with "database is locked", and GRDB's migrator checks which migrations are applied outside any
+    /// transaction, so two could apply the first one and one failed with "table already exists". An exclusive
+    /// lock on a file beside the store makes opening and migrating one process at a time.
+    private static func withOpeningLock<T>(beside path: URL, _ body: () throws -> T) throws -> T {
+        let lockPath = path.path + ".open-lock"
+        let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw StoreError(operation: "lock \(lockPath) to open the store", message: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw StoreError(operation: "lock \(lockPath) to open the store", message: String(cString: strerror(errno)))
+            }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
     }
 
     /// An in-memory store for tests and dry runs.
