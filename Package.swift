@@ -32,6 +32,7 @@ let package = Package(
 
         .target(name: "SluiceCore", dependencies: [
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "SluiceImaging", dependencies: [
             "SluiceCore", "CVips", "CVipsShim", "CExif",
@@ -49,17 +50,22 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "SluiceDaemon", dependencies: [
-            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceText",
-            .product(name: "Crypto", package: "swift-crypto"),
+        // The stages, both pipelines, the runner's metrics, reprocessing and human decisions.
+        .target(name: "SluicePipeline", dependencies: [
+            "SluiceCore", "SluiceText",
             .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
+        ]),
+        // Intake: the drop-folder service, text queues, backlog ingest, the metrics publisher.
+        .target(name: "SluiceDaemon", dependencies: [
+            "SluiceCore", "SluicePipeline",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "SluiceAPI", dependencies: [
-            "SluiceCore", "SluiceStore", "SluiceText", "SluiceDaemon", "SluiceImaging", "SluiceProviders",
+            "SluiceCore", "SluicePipeline",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
@@ -67,9 +73,14 @@ let package = Package(
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], exclude: ["openapi.json"]),
+        // The composition root: the only target that names concrete adapters, store and processor.
+        .target(name: "SluiceServices", dependencies: [
+            "SluiceCore", "SluiceImaging", "SluiceText", "SluiceProviders", "SluiceStore", "SluicePipeline", "SluiceDaemon", "SluiceAPI",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
         .target(name: "SluiceCLI", dependencies: [
-            "SluiceAPI",
-            "SluiceCore", "SluiceDaemon", "SluiceStore", "SluiceProviders", "SluiceText", "SluiceImaging",
+            "SluiceServices", "SluiceAPI", "SluiceDaemon", "SluicePipeline", "SluiceCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -88,8 +99,8 @@ let package = Package(
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
         ]),
         .testTarget(name: "SluiceTests", dependencies: [
-            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluiceDaemon", "SluiceText",
-            "SluiceCLI", "SluiceTesting", "sluice",
+            "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluicePipeline", "SluiceDaemon", "SluiceText",
+            "SluiceServices", "SluiceCLI", "SluiceTesting", "sluice",
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "Crypto", package: "swift-crypto"),

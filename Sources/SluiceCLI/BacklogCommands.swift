@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import SluiceCore
 import SluiceDaemon
-import SluiceImaging
-import SluiceStore
+import SluicePipeline
+import SluiceServices
 
 struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,9 +24,10 @@ struct IngestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let store = try StatusStore(path: config.store.path)
-        let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels)
-        let ingestor = BacklogIngestor(config: config, store: store, processor: processor)
+        let ingestor: BacklogIngestor
+        do { ingestor = try Services.live(config: config).ingestor() } catch {
+            throw CLIError(message: "cannot start: \(error)")
+        }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError(message: "\(directory) is not a folder")
@@ -34,7 +35,7 @@ struct IngestCommand: AsyncParsableCommand {
         let renderer = ProgressRenderer(label: "ingest")
         let summary: BacklogIngestor.Summary
         do {
-            summary = try ingestor.ingest(URL(fileURLWithPath: directory), user: user) { renderer.update(done: $0, total: $1) }
+            summary = try await ingestor.ingest(URL(fileURLWithPath: directory), user: user) { renderer.update(done: $0, total: $1) }
         } catch let error as IngestError {
             throw CLIError(message: error.message)
         }
@@ -63,9 +64,9 @@ struct ReviewCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let items = try StatusStore(path: config.store.path).items(status: .review).reversed()
+            let items = Array(try await Services.store(config: config).items(status: .review).reversed())
             if json {
-                try printJSON(items.map { ItemJSON($0) })
+                try printJSON(items)
             } else {
                 print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())
                 print("\n\(items.count) in review")
@@ -88,13 +89,13 @@ struct ReviewCommand: AsyncParsableCommand {
     struct Approve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Approve: produces the approved image and thumbnail.")
         @OptionGroup var decision: DecisionOptions
-        func run() async throws { try decision.apply(.approve) }
+        func run() async throws { try await decision.apply(.approve) }
     }
 
     struct Block: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Block: the original moves to quarantine/.")
         @OptionGroup var decision: DecisionOptions
-        func run() async throws { try decision.apply(.block) }
+        func run() async throws { try await decision.apply(.block) }
     }
 
     struct DecisionOptions: ParsableArguments {
@@ -103,20 +104,22 @@ struct ReviewCommand: AsyncParsableCommand {
         @Option(help: "Why (recorded with the decision).") var note: String?
         @Option(help: "Who decided (default: $USER).") var by: String?
 
-        func apply(_ decision: ReviewService.Decision) throws {
+        func apply(_ choice: HumanDecisions.Choice) async throws {
             let config = try common.loadConfig().config
-            let store = try StatusStore(path: config.store.path)
-            let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
-                                                   maxMetadataBytes: config.limits.maxMetadataBytes)
+            let services: Services
+            do { services = try Services.live(config: config) } catch {
+                throw CLIError(message: "cannot start: \(error)")
+            }
             let who = by ?? ProcessInfo.processInfo.environment["USER"] ?? "operator"
             do {
-                let item = try ReviewService(config: config, store: store, processor: processor).decide(id, decision, by: who, note: note)
+                let item = try await services.decisions.decide(ItemID(id), choice, by: who, note: note)
                 print("\(item.id): \(item.status.rawValue) (\(item.reason ?? ""))")
                 if let approved = item.outputs.approved { print("  \(approved)") }
                 if let original = item.original { print("  \(original)") }
-            } catch let error as ReviewError {
+            } catch let error as DecisionError {
                 throw CLIError(message: error.message)
             }
+            await services.pipelines.pool.shutdown()
         }
     }
 }
@@ -131,16 +134,16 @@ struct ReportsCommand: AsyncParsableCommand {
 
         struct Entry: Encodable {
             var report: Report
-            var item: ItemJSON?
+            var item: Item?
         }
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let store = try StatusStore(path: config.store.path)
-            let reports = try store.reports()
-            let items = Dictionary(uniqueKeysWithValues: try store.items(ids: Array(Set(reports.map(\.messageId)))).map { ($0.id, $0) })
+            let store = try Services.store(config: config)
+            let reports = try await store.reports()
+            let items = Dictionary(uniqueKeysWithValues: try await store.items(Array(Set(reports.map { ItemID($0.messageId) }))).map { ($0.id.rawValue, $0) })
             if json {
-                try printJSON(reports.map { Entry(report: $0, item: items[$0.messageId].map { ItemJSON($0) }) })
+                try printJSON(reports.map { Entry(report: $0, item: items[$0.messageId]) })
                 return
             }
             var table = TextTable(headers: ["REPORT", "CREATED", "CATEGORY", "ITEM", "ITEM STATUS", "BY", "DESCRIPTION"])

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import SluiceCore
-import SluiceDaemon
-import SluiceImaging
+import SluicePipeline
+import SluiceServices
 
 struct CaptionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,12 +20,11 @@ struct CaptionCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let provider: any CaptionProvider
-        switch ImageDaemon.captionProvider(config: config.caption, environment: ProcessInfo.processInfo.environment,
-                                           logger: Logger(label: "sluice")) {
-        case let .success(value): provider = value
-        case let .failure(unavailable): throw CLIError(message: "captioning is off: \(unavailable.reason)")
+        let pipelines: Pipelines
+        do { pipelines = try Pipelines.live(config: config, logger: Logger(label: "sluice")) } catch {
+            throw CLIError(message: "cannot start: \(error)")
         }
+        if case let .failure(unavailable) = pipelines.captions { throw CLIError(message: "captioning is off: \(unavailable.reason)") }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: image)) } catch {
             throw CLIError(message: "cannot read \(image): \((error as NSError).localizedDescription)")
@@ -33,21 +32,24 @@ struct CaptionCommand: AsyncParsableCommand {
         guard data.count <= config.limits.maxBytes else {
             throw CLIError(message: "\(image) is \(data.count) bytes, over the \(config.limits.maxBytes) byte limit (limits.maxBytes)")
         }
-        let jpeg: Data
-        do throws(ImagingError) {
-            let processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
-                                                   maxMetadataBytes: config.limits.maxMetadataBytes)
-            let format = try processor.sniff(data)
-            _ = try processor.header(data, format: format)
-            jpeg = try processor.process(data, format: format, options: ImageOptions(config: config)).classifyJPEG
-        } catch {
-            throw CLIError(message: "\(image): \(error.message)")
-        }
+        // The image pipeline's own checks, decode and caption stages, as the daemon and the caption API run them.
+        let run = await pipelines.images.captioning.run(ImageUpload(image: nil, bytes: data), context: .intake)
+        await pipelines.pool.shutdown()
         let caption: Caption
-        do throws(ProviderError) {
-            caption = try await provider.caption(jpeg, mimeType: "image/jpeg")
-        } catch {
-            throw CLIError(message: "caption failed: \(error.description)")
+        switch run.end {
+        case let .stopped(conclusion, _, _):
+            let reason = switch conclusion {
+            case let .verdict(verdict): verdict.reason ?? "not usable"
+            case let .keep(reason): reason
+            }
+            throw CLIError(message: "\(image): \(reason)")
+        case let .completed(captioned):
+            switch captioned.result {
+            case let .caption(made)?: caption = made
+            case let .unavailable(reason)?: throw CLIError(message: "captioning is off: \(reason)")
+            case let .failed(_, error)?: throw CLIError(message: "caption failed: \(error.description)")
+            case nil: throw CLIError(message: "caption failed: the caption stage did not run")
+            }
         }
         if json {
             let encoder = JSONEncoder()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SluiceCore
+import SluiceServices
 import SluiceText
 
 struct CheckTextCommand: AsyncParsableCommand {
@@ -93,9 +94,9 @@ enum TextLines {
 enum TextFilterLoader {
     static func load(_ config: PipelineConfig) throws -> ProfanityFilter {
         do {
-            return try ProfanityFilter.load(config.text)
+            return try Pipelines.filter(config)
         } catch {
-            throw CLIError(message: "cannot load wordlists: \(error)")
+            throw CLIError(message: "\(error)")
         }
     }
 }

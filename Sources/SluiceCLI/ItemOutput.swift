@@ -1,103 +1,22 @@
 import Foundation
 import SluiceCore
 
-/// The stable JSON shape of an item for `status --json` and `list --json` (documented in README).
-struct ItemJSON: Encodable {
-    var id: String
-    var kind: ItemKind
-    var userId: String
-    var status: ItemStatus
-    var reason: String?
-    var provider: String?
-    var safeSearch: SafeSearch?
-    var exif: ExifFindings?
-    var outputs: Outputs
-    var original: String?
-    var format: String?
-    var width: Int?
-    var height: Int?
-    var sourceBytes: Int?
-    var attempts: Int
-    var timings: StageTimings
-    var createdAt: Date
-    var updatedAt: Date
-    var history: [ItemEvent]?
-    /// Text items: the filter verdict {allowed, reason, matches, censored}, and the message itself.
-    var text: TextVerdict?
-    var message: TextContent?
-    var priority: PriorityVerdict?
-    var caption: CaptionOutcome?
+/// `sluice status --json`: the item's one JSON shape (`Item+JSON`) plus its event history.
+struct ItemWithHistory: Encodable {
+    var item: Item
+    var history: [ItemEvent]
 
-    struct Outputs: Encodable {
-        var approved: String?
-        var thumbnail: String?
-        var approvedBytes: Int?
-        var thumbnailBytes: Int?
-    }
+    enum CodingKeys: String, CodingKey { case history }
 
-    init(_ item: Item, history: [ItemEvent]? = nil) {
-        id = item.id
-        kind = item.kind
-        userId = item.userId
-        status = item.status
-        reason = item.reason
-        provider = item.provider
-        safeSearch = item.safeSearch
-        exif = item.exif
-        outputs = Outputs(approved: item.outputs.approved, thumbnail: item.outputs.thumbnail,
-                          approvedBytes: item.outputs.approvedBytes, thumbnailBytes: item.outputs.thumbnailBytes)
-        original = item.original
-        format = item.format
-        width = item.width
-        height = item.height
-        sourceBytes = item.sourceBytes
-        attempts = item.attempts
-        timings = item.timings
-        createdAt = item.createdAt
-        updatedAt = item.updatedAt
-        self.history = history
-        text = item.textVerdict
-        message = item.content
-        priority = item.priority
-        caption = item.caption
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, kind, userId, status, reason, provider, safeSearch, exif, outputs, original, format, width, height,
-             sourceBytes, attempts, timings, createdAt, updatedAt, history, text, message, priority, caption
-    }
-
-    /// Nulls are written out, so every documented field is always present.
     func encode(to encoder: any Encoder) throws {
+        try item.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(userId, forKey: .userId)
-        try c.encode(status, forKey: .status)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(provider, forKey: .provider)
-        try c.encode(safeSearch, forKey: .safeSearch)
-        try c.encode(exif, forKey: .exif)
-        try c.encode(outputs, forKey: .outputs)
-        try c.encode(original, forKey: .original)
-        try c.encode(format, forKey: .format)
-        try c.encode(width, forKey: .width)
-        try c.encode(height, forKey: .height)
-        try c.encode(sourceBytes, forKey: .sourceBytes)
-        try c.encode(attempts, forKey: .attempts)
-        try c.encode(timings, forKey: .timings)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(updatedAt, forKey: .updatedAt)
-        try c.encodeIfPresent(history, forKey: .history)
-        if kind == .text {
-            try c.encode(text, forKey: .text)
-            try c.encode(message, forKey: .message)
-            try c.encode(priority, forKey: .priority)
-        } else {
-            try c.encode(caption, forKey: .caption)
-        }
+        try c.encode(history, forKey: .history)
     }
+}
 
+/// The CLI's `--json` encoding: pretty, sorted keys, ISO 8601 dates with fractions.
+enum CLIJSON {
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -111,7 +30,7 @@ struct ItemJSON: Encodable {
 
 /// Prints a value as the CLI's `--json` output: pretty, sorted keys, ISO 8601 dates.
 func printJSON<T: Encodable>(_ value: T) throws {
-    print(String(decoding: try ItemJSON.encoder.encode(value), as: UTF8.self))
+    print(String(decoding: try CLIJSON.encoder.encode(value), as: UTF8.self))
 }
 
 /// Aligned plain-text table.
@@ -135,7 +54,7 @@ struct TextTable {
 
 extension Item {
     var tableRow: [String] {
-        [id, kind.rawValue, status.rawValue,
+        [id.rawValue, kind.rawValue, status.rawValue,
          safeSearch.map { "\($0.adult.rawValue)/\($0.racy.rawValue)/\($0.violence.rawValue)" } ?? "-",
          exif.map { $0.hadGPS ? "yes" : "no" } ?? "-",
          exif.flatMap { e in [e.make, e.model].compactMap { $0 }.joined(separator: " ").nilIfEmpty } ?? "-",

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SluiceCore
-import SluiceDaemon
+import SluiceServices
 
 struct PriorityCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,10 +24,9 @@ struct PriorityCommand: AsyncParsableCommand {
         let config = try common.loadConfig().config
         let engine: any PriorityEngine
         do {
-            engine = try ImageDaemon.priorityEngine(config: config, environment: ProcessInfo.processInfo.environment,
-                                                    logger: Logger(label: "sluice"))
+            engine = try Pipelines.live(config: config, logger: Logger(label: "sluice")).texts.priority
         } catch {
-            throw CLIError(message: "cannot load priority indicators: \(error)")
+            throw CLIError(message: "\(error)")
         }
         let verdict = await engine.score(text, context: context)
         if json {

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import SluiceCore
-import SluiceDaemon
-import SluiceStore
+import SluicePipeline
+import SluiceServices
 
 struct ReprocessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,6 +40,9 @@ struct ReprocessCommand: AsyncParsableCommand {
     @Option(help: "Images re-judged at once (default: concurrency.items).")
     var concurrency: Int?
 
+    @Flag(help: "Also re-judge items a person decided; a machine verdict that disagrees sends them to review.")
+    var includeHumanDecisions = false
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -63,16 +66,16 @@ struct ReprocessCommand: AsyncParsableCommand {
         }
         if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
 
-        let store = try StatusStore(path: config.store.path, readOnly: dryRun)
         let reprocessor: Reprocessor
         do {
-            reprocessor = try ImageDaemon.reprocessor(config: config, store: store, logger: Logger(label: "sluice"))
+            reprocessor = try Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun).reprocessor()
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
         let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
         let summary = try await reprocessor.run(
-            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.concurrency.items)
+            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.concurrency.items,
+                                includeHumanDecisions: includeHumanDecisions)
         ) { done, total in renderer.update(done: done, total: total) }
         renderer.finish()
         if json {
@@ -101,6 +104,7 @@ struct ReprocessCommand: AsyncParsableCommand {
             table.rows.append([stage, "\(counts.changed)", "\(counts.unchanged)", "\(counts.failed)"])
         }
         lines.append(table.rows.isEmpty ? "no stage ran" : table.render())
+        if summary.keptByHumanDecision > 0 { lines.append("kept (human decision): \(summary.keptByHumanDecision)") }
         if !summary.moves.isEmpty {
             lines.append("status moves: " + summary.moves.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
         } else {

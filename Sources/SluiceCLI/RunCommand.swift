@@ -5,6 +5,7 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 import SluiceDaemon
+import SluiceServices
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,9 +25,9 @@ struct RunCommand: AsyncParsableCommand {
         // into the store for `sluice serve`'s /metrics.
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        let daemon: ImageDaemon
+        let daemon: Daemon
         do {
-            daemon = try ImageDaemon.build(config: config, mode: once ? .once : .watch, logger: logger)
+            daemon = try Services.live(config: config, logger: logger).daemon(mode: once ? .once : .watch)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
@@ -41,6 +42,6 @@ struct RunCommand: AsyncParsableCommand {
 
 /// Adapts the assembled daemon to ServiceLifecycle.
 struct DaemonService: Service {
-    let daemon: ImageDaemon
+    let daemon: Daemon
     func run() async throws { try await daemon.run() }
 }

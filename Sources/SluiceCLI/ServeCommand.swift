@@ -6,6 +6,7 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 import SluiceAPI
+import SluiceServices
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,8 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: APIServices
         do {
-            services = try APIServices.load(config: config, environment: ProcessInfo.processInfo.environment, logger: logger,
-                                            metrics: registry)
+            services = try Services.live(config: config, logger: logger).api(metrics: registry)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import SluiceCore
-import SluiceStore
+import SluiceServices
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,17 +17,17 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let store = try StatusStore(path: config.store.path)
-        guard let item = try store.item(id: id) else {
+        let store = try Services.store(config: config)
+        guard let item = try await store.item(ItemID(id)) else {
             throw CLIError(message: "no item with id \"\(id)\" in \(config.store.path.path)")
         }
-        let history = try store.events(itemId: id)
+        let history = try await store.events(of: ItemID(id))
         if json {
-            try printJSON(ItemJSON(item, history: history))
+            try printJSON(ItemWithHistory(item: item, history: history))
             return
         }
         var lines = [
-            "id:        \(item.id)", "kind:      \(item.kind.rawValue)", "user:      \(item.userId)",
+            "id:        \(item.id.rawValue)", "kind:      \(item.kind.rawValue)", "user:      \(item.userId)",
             "status:    \(item.status.rawValue)", "reason:    \(item.reason ?? "-")",
         ]
         if let s = item.safeSearch {
@@ -79,10 +79,9 @@ struct ListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let store = try StatusStore(path: config.store.path)
-        let items = try store.items(status: status, kind: kind, limit: limit)
+        let items = try await Services.store(config: config).items(status: status, kind: kind, limit: limit)
         if json {
-            try printJSON(items.map { ItemJSON($0) })
+            try printJSON(items)
             return
         }
         print(TextTable(headers: Item.tableHeaders, rows: items.map(\.tableRow)).render())

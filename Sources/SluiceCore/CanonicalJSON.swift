@@ -1,3 +1,5 @@
+import Foundation
+
 /// A fast, canonical JSON text (sorted keys, no whitespace) for the verdict types the store keeps as JSON:
 /// the same value always gives the same text, so reprocessing compares text instead of decoding.
 public protocol CanonicalJSON {
@@ -91,5 +93,15 @@ extension PriorityVerdict: CanonicalJSON {
         output.append(#","urgencyIndicators":"#)
         JSONText.strings(urgencyIndicators, into: &output)
         output.append(#","urgencyScore":\#(urgencyScore)}"#)
+    }
+}
+
+extension CanonicalJSON where Self: Decodable & Equatable {
+    /// Whether this value equals what a store kept as JSON text: compares the text first (stores write canonical
+    /// JSON), and decodes only when the text differs (rows written by an older version).
+    public func matches(storedJSON json: String?) -> Bool {
+        guard let json else { return false }
+        if canonicalJSON == json { return true }
+        return (try? JSONDecoder().decode(Self.self, from: Data(json.utf8))) == self
     }
 }

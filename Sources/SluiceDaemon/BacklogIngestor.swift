@@ -1,7 +1,5 @@
-import Crypto
 import Foundation
 import SluiceCore
-import SluiceStore
 
 /// Brings an existing image backlog into pending/: a flat folder for one user, or `{userId}/{file}` folders.
 /// Names and formats are checked the way the daemon checks them; files are copied atomically (dotfile, then
@@ -21,13 +19,13 @@ public struct BacklogIngestor: Sendable {
         public var reason: String
     }
 
-    let root: DataRoot
-    let store: StatusStore
+    let layout: OutputLayout
+    let store: any StatusStore
     let processor: any ImageProcessor
     let maxBytes: Int
 
-    public init(config: PipelineConfig, store: StatusStore, processor: any ImageProcessor) {
-        root = DataRoot(config.dataRoot)
+    public init(config: PipelineConfig, store: any StatusStore, processor: any ImageProcessor) {
+        layout = OutputLayout(dataRoot: config.dataRoot)
         self.store = store
         self.processor = processor
         maxBytes = config.limits.maxBytes
@@ -36,24 +34,24 @@ public struct BacklogIngestor: Sendable {
     /// The files to consider, with the user each belongs to.
     public func plan(_ source: URL, user: String?) throws -> [(file: URL, user: String)] {
         let fm = FileManager.default
-        let names = try fm.contentsOfDirectory(atPath: source.path).filter { !PendingScanner.isInProgress($0) }.sorted()
+        let names = try fm.contentsOfDirectory(atPath: source.path).filter { !PendingUpload.isInProgress($0) }.sorted()
         if let user {
             return names.map { (source.appendingPathComponent($0), user) }
         }
         var result: [(URL, String)] = []
         for name in names {
             let folder = source.appendingPathComponent(name)
-            guard PendingScanner.fileType(folder) == .directory else {
+            guard FileType(at: folder) == .directory else {
                 result.append((folder, ""))
                 continue
             }
             let inner = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
-            for file in inner.sorted() where !PendingScanner.isInProgress(file) { result.append((folder.appendingPathComponent(file), name)) }
+            for file in inner.sorted() where !PendingUpload.isInProgress(file) { result.append((folder.appendingPathComponent(file), name)) }
         }
         return result
     }
 
-    public func ingest(_ source: URL, user: String?, progress: @Sendable (Int, Int) -> Void) throws -> Summary {
+    public func ingest(_ source: URL, user: String?, progress: @Sendable (Int, Int) -> Void) async throws -> Summary {
         var summary = Summary()
         if let user, let problem = Identifiers.problem(with: user, role: "--user") { throw IngestError(message: "bad name: \(problem)") }
         let files = try plan(source, user: user)
@@ -68,11 +66,10 @@ public struct BacklogIngestor: Sendable {
                 summary.rejected.append(Rejection(path: shown, reason: "bad name: \(problem)"))
                 continue
             }
-            let userId: String
-            let imageId: String
-            switch PendingScanner.identify(file: entry.file, fileName: entry.file.lastPathComponent, userId: entry.user) {
-            case let .valid(user, image):
-                (userId, imageId) = (user, image)
+            let image: ImageRef
+            switch PendingUpload.identify(fileName: entry.file.lastPathComponent, userId: entry.user, type: FileType(at: entry.file)) {
+            case let .valid(valid):
+                image = valid
             case let .invalid(reason):
                 summary.rejected.append(Rejection(path: shown, reason: reason))
                 continue
@@ -96,13 +93,12 @@ public struct BacklogIngestor: Sendable {
                 summary.rejected.append(Rejection(path: shown, reason: error.message))
                 continue
             }
-            let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-            let id = Identifiers.imageItemID(userId: userId, imageId: imageId)
-            if let existing = try store.item(id: id), existing.contentHash == hash, existing.status.isFinal {
+            let hash = ContentHash.sha256(bytes)
+            if let existing = try await store.item(image.itemID), existing.contentHash == hash, existing.status.isFinal {
                 summary.alreadyIngested += 1
                 continue
             }
-            let destination = root.pending.appendingPathComponent(userId).appendingPathComponent(entry.file.lastPathComponent)
+            let destination = layout.pendingFolder(for: image.userId).appendingPathComponent(entry.file.lastPathComponent)
             if FileManager.default.fileExists(atPath: destination.path) {
                 summary.alreadyPending += 1
                 continue

@@ -3,7 +3,6 @@ import Logging
 import Synchronization
 import ServiceLifecycle
 import SluiceCore
-import SluiceStore
 
 /// The daemon: scans pending/ at start, then on every inotify signal and every `rescanSeconds`, and runs
 /// each upload through the pipeline with bounded concurrency. On graceful shutdown (SIGINT/SIGTERM) it
@@ -12,12 +11,12 @@ public struct DropFolderService: Service {
     public enum Mode: Sendable { case watch, once }
 
     let config: PipelineConfig
-    let processor: ImageItemProcessor
-    let textQueue: TextQueueProcessor?
+    let processor: UploadProcessor
+    let textQueue: TextQueueIngestor?
     let mode: Mode
     let logger: Logger
 
-    public init(config: PipelineConfig, processor: ImageItemProcessor, textQueue: TextQueueProcessor?, mode: Mode, logger: Logger) {
+    public init(config: PipelineConfig, processor: UploadProcessor, textQueue: TextQueueIngestor?, mode: Mode, logger: Logger) {
         self.config = config
         self.processor = processor
         self.textQueue = textQueue

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Logging
+import SluiceCore
 import Synchronization
 
 /// Signals "something changed under pending/" from inotify (Linux), watching pending/ and every user folder.
@@ -56,7 +57,7 @@ public final class DropFolderWatcher: Sendable {
         for folder in extraFolders { addWatch(folder.path) }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: pending.path)) ?? [] {
             let path = pending.appendingPathComponent(name).path
-            if PendingScanner.fileType(URL(fileURLWithPath: path)) == .directory { addWatch(path) }
+            if FileType(at: URL(fileURLWithPath: path)) == .directory { addWatch(path) }
         }
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
@@ -85,7 +86,7 @@ public final class DropFolderWatcher: Sendable {
                     addWatch(pending.appendingPathComponent(name).path)
                 }
                 if mask & UInt32(IN_IGNORED) != 0 { watches[wd] = nil }
-                if !name.isEmpty, !PendingScanner.isInProgress(name) { changed = true }
+                if !name.isEmpty, !PendingUpload.isInProgress(name) { changed = true }
                 if mask & UInt32(IN_ISDIR) != 0 { changed = true }
                 offset = nameStart + length
             }

@@ -2,18 +2,18 @@ import Foundation
 import Logging
 import Prometheus
 import ServiceLifecycle
-import SluiceStore
+import SluiceCore
 
 /// Publishes this process's metrics registry into the store every `interval` and once more on shutdown, so
 /// `sluice serve` (another process) can serve them at `/metrics`.
 public struct MetricsPublisher: Service {
     let registry: PrometheusCollectorRegistry
-    let store: StatusStore
+    let store: any StatusStore
     let source: String
     let interval: Duration
     let logger: Logger
 
-    public init(registry: PrometheusCollectorRegistry, store: StatusStore, source: String, interval: Duration = .seconds(10), logger: Logger) {
+    public init(registry: PrometheusCollectorRegistry, store: any StatusStore, source: String, interval: Duration = .seconds(10), logger: Logger) {
         self.registry = registry
         self.store = store
         self.source = source
@@ -23,16 +23,16 @@ public struct MetricsPublisher: Service {
 
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            publish()
+            await publish()
             let interval = interval
             _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
-        publish()
+        await publish()
     }
 
-    public func publish() {
+    public func publish() async {
         do throws(StoreError) {
-            try store.publishMetrics(source: source, body: registry.emitToString())
+            try await store.publishMetrics(source: source, body: registry.emitToString())
         } catch {
             logger.warning("cannot publish metrics", metadata: ["error": "\(error)"])
         }

@@ -7,7 +7,7 @@ import Synchronization
 public struct VipsImageProcessor: ImageProcessor {
     public let maxPixels: Int
     /// libvips `fail_on`: `warning` (strict: any decoder complaint rejects the upload), `error` or `truncated`.
-    public let failOn: String
+    public let failOn: FailOn
 
     /// Initialises libvips once per process (thread-safe lazy global).
     private static let initialisation: Result<Void, ImagingError> = {
@@ -16,7 +16,7 @@ public struct VipsImageProcessor: ImageProcessor {
 
     public let maxMetadataBytes: Int
 
-    public init(maxPixels: Int, failOn: String = "warning", maxMetadataBytes: Int = 256 * 1024) throws(ImagingError) {
+    public init(maxPixels: Int, failOn: FailOn = .warning, maxMetadataBytes: Int = 256 * 1024) throws(ImagingError) {
         try Self.initialisation.get()
         self.maxPixels = maxPixels
         self.failOn = failOn
@@ -40,22 +40,19 @@ public struct VipsImageProcessor: ImageProcessor {
 
     static let noDetail = "libvips reported no detail"
 
-    /// Guards reads of libvips' error buffer, which is process-wide and cleared by each read: a decode failing
-    /// on one pool thread can have its message taken by another thread's read.
-    private static let errorReads = Mutex(())
+    /// libvips keeps one error buffer for the whole process: a step failing on one pool thread can find other
+    /// threads' messages in it (another JPEG's warnings decide "truncated" or "could not be decoded"), or have its
+    /// own taken. Steps run side by side under the gate's shared side; a step that fails runs once more alone,
+    /// on a cleared buffer, so the reason it reports is its own and the same on every run. Decoding is
+    /// deterministic, and failures are rare, so good images never wait.
+    private static let gate = ErrorBufferGate()
 
-    /// Set on the thread that re-runs a step while holding `errorReads`, so its own reads do not wait for it.
-    private static let holdsErrorReadsKey = "sluice.vips.holdsErrorReads"
-
-    /// Runs a libvips step; when it failed but another thread's read took its message, runs it once more with
-    /// other threads' reads held off (decoding is deterministic, so it fails again, now with its own reason).
     static func withOwnErrorMessage<T: Sendable>(_ step: () throws(ImagingError) -> T) throws(ImagingError) -> T {
         do {
-            return try step()
-        } catch where error.message.hasSuffix(noDetail) {
-            return try errorReads.withLock { _ throws(ImagingError) -> T in
-                Thread.current.threadDictionary[holdsErrorReadsKey] = true
-                defer { Thread.current.threadDictionary.removeObject(forKey: holdsErrorReadsKey) }
+            return try gate.shared(step)
+        } catch {
+            return try gate.exclusive { () throws(ImagingError) -> T in
+                _ = readError(about: nil)
                 return try step()
             }
         }
@@ -89,7 +86,7 @@ public struct VipsImageProcessor: ImageProcessor {
             // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
             var decoded: UnsafeMutablePointer<VipsImage>?
             guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
-                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn)", sluice_vips_has_icc(header)) == 0, let decoded
+                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)", sluice_vips_has_icc(header)) == 0, let decoded
             else { throw decodeError(format) }
             var current = decoded
             defer { sluice_vips_unref(current) }
@@ -200,12 +197,9 @@ public struct VipsImageProcessor: ImageProcessor {
         return ImagingError(.corrupt, "\(format.rawValue.uppercased()) could not be decoded: \(message)")
     }
 
-    /// libvips' error buffer is process-wide, so concurrent decodes can mix their messages; with a format,
-    /// only lines from that format's loader (or generic ones) are kept, deduplicated.
-    static func lastError(about format: ImageFormat? = nil) -> String {
-        if Thread.current.threadDictionary[holdsErrorReadsKey] != nil { return readError(about: format) }
-        return errorReads.withLock { _ in readError(about: format) }
-    }
+    /// The error buffer's text (reading clears it); with a format, only lines from that format's loader (or
+    /// generic ones) are kept, deduplicated.
+    static func lastError(about format: ImageFormat? = nil) -> String { readError(about: format) }
 
     private static func readError(about format: ImageFormat?) -> String {
         guard let copy = sluice_vips_error_copy() else { return noDetail }

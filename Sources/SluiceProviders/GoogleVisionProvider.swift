@@ -25,7 +25,7 @@ public struct GoogleVisionProvider: VisionProvider {
                                  maxInFlight: config.maxInFlight, logger: logger)
     }
 
-    public var endpointDescription: String { url }
+    public var endpoint: String { url }
 
     public func classify(_ jpeg: Data) async throws(ProviderError) -> SafeSearch {
         let body = Self.requestBody(for: jpeg)
@@ -85,11 +85,7 @@ public struct GoogleVisionProvider: VisionProvider {
 }
 
 extension GoogleVisionProvider {
-    /// Whether anything answers HTTP at the endpoint (any status counts); used to warn at start-up.
-    public func probe(timeoutSeconds: Int64 = 3) async -> String? {
-        guard let problem = await ProviderHTTP.unreachable(url, timeout: .seconds(timeoutSeconds)) else { return nil }
-        return "vision provider unreachable at \(url): \(http.scrub(problem))"
-    }
+    public func probe() async -> String? { await http.probe(url) }
 }
 
 private struct AnnotateResponse: Decodable {

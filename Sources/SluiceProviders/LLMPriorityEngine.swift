@@ -6,7 +6,11 @@ import SluiceCore
 /// Priority through an OpenAI-compatible chat completion that must answer one strict JSON object; any failure
 /// (no key, HTTP error, timeout, non-JSON, a missing or mistyped field, a score out of range) falls back to the
 /// rule engine, and the verdict records why.
-public struct LLMPriorityEngine: PriorityEngine {
+public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
+    public let name = "priority-llm"
+    public var endpoint: String { url }
+    public func probe() async -> String? { await http.probe(url) }
+
     static let systemPrompt = """
     You rate how urgent a chat message is for the person receiving it. Answer with one JSON object and nothing \
     else: {"priority": "high"|"medium"|"low", "urgencyScore": integer 0-100, "isUrgent": boolean, \

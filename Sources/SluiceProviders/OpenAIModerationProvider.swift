@@ -19,6 +19,9 @@ public struct OpenAIModerationProvider: VisionProvider {
     let http: ProviderHTTP
     public let caller: ResilientCaller
 
+    public var endpoint: String { url }
+    public func probe() async -> String? { await http.probe(url) }
+
     public init(config: VisionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
         url = ProviderHTTP.join(config.endpoint, "/moderations")
         model = config.model

@@ -111,6 +111,13 @@ public struct ProviderHTTP: Sendable {
         }
     }
 
+    /// A provider's `probe()`: nil when anything answers HTTP at `url`, otherwise `{name} unreachable at {url}: why`,
+    /// with keys scrubbed.
+    public func probe(_ url: String, timeout: TimeAmount = .seconds(3)) async -> String? {
+        guard let problem = await Self.unreachable(url, timeout: timeout, client: client) else { return nil }
+        return "\(name) unreachable at \(scrub(Self.withoutQuery(url))): \(scrub(problem))"
+    }
+
     static func preview(_ data: Data) -> String {
         let text = String(decoding: data.prefix(80), as: UTF8.self)
         return "\"" + String(text.unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) }) + "\""

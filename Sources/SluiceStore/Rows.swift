@@ -51,9 +51,20 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var reviewedBy: String?
     var reviewedAt: Date?
     var reviewNote: String?
+    var reviewedStatus: ItemStatus?
+
+    /// The columns queries name, declared once.
+    enum Columns {
+        static let id = Column(CodingKeys.id)
+        static let kind = Column(CodingKeys.kind)
+        static let userId = Column(CodingKeys.userId)
+        static let status = Column(CodingKeys.status)
+        static let createdAt = Column(CodingKeys.createdAt)
+        static let updatedAt = Column(CodingKeys.updatedAt)
+    }
 
     init(_ item: Item) {
-        id = item.id
+        id = item.id.rawValue
         kind = item.kind
         userId = item.userId
         status = item.status
@@ -93,9 +104,10 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         priority = item.priority.flatMap(Self.json)
         caption = item.caption.flatMap(Self.json)
         captionText = item.caption?.caption?.caption
-        reviewedBy = item.review?.by
-        reviewedAt = item.review?.at
-        reviewNote = item.review?.note
+        reviewedBy = item.decision?.by
+        reviewedAt = item.decision?.at
+        reviewNote = item.decision?.note
+        reviewedStatus = item.decision?.decision
     }
 
     /// Sorted keys: the same value always has the same text, so reprocessing can compare without decoding.
@@ -121,7 +133,7 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
             safeSearch = SafeSearch(adult: adult, spoof: spoof, medical: medical, violence: violence, racy: racy)
         }
         let exif = exifHadGPS.map { ExifFindings(hadGPS: $0, make: exifMake, model: exifModel, orientation: exifOrientation) }
-        return Item(id: id, kind: kind, userId: userId, status: status, reason: reason, provider: provider,
+        return Item(id: ItemID(id), kind: kind, userId: userId, status: status, reason: reason, provider: provider,
                     safeSearch: safeSearch, exif: exif,
                     outputs: ItemOutputs(approved: approvedPath, thumbnail: thumbnailPath,
                                          approvedBytes: approvedBytes, thumbnailBytes: thumbnailBytes),
@@ -132,7 +144,7 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource) },
                     textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
                     caption: Self.decode(CaptionOutcome.self, caption),
-                    review: reviewedBy.map { ReviewDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote) })
+                    decision: reviewedBy.map { HumanDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote, decision: reviewedStatus) })
     }
 }
 
@@ -149,8 +161,13 @@ struct EventRow: Codable, FetchableRecord, PersistableRecord {
     var stage: String?
     var detail: String?
 
+    enum Columns {
+        static let seq = Column(CodingKeys.seq)
+        static let itemId = Column(CodingKeys.itemId)
+    }
+
     init(_ event: ItemEvent) {
-        itemId = event.itemId
+        itemId = event.itemId.rawValue
         at = event.at
         type = event.type
         fromStatus = event.fromStatus
@@ -160,6 +177,6 @@ struct EventRow: Codable, FetchableRecord, PersistableRecord {
     }
 
     var event: ItemEvent {
-        ItemEvent(itemId: itemId, at: at, type: type, fromStatus: fromStatus, toStatus: toStatus, stage: stage, detail: detail)
+        ItemEvent(itemId: ItemID(itemId), at: at, type: type, fromStatus: fromStatus, toStatus: toStatus, stage: stage, detail: detail)
     }
 }

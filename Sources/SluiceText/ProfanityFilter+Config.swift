@@ -6,10 +6,7 @@ extension ProfanityFilter {
     public static func load(_ config: TextConfig) throws(WordlistError) -> ProfanityFilter {
         let wordlist = try Wordlist.load(directory: config.wordlistsDirectory, languages: config.languages,
                                          extraWordlists: config.wordlists, extraAllowlists: config.allowlists)
-        var actions = Options.standardActions
-        for (severity, action) in config.actions {
-            if let severity = Severity(rawValue: severity), let action = SeverityAction(rawValue: action) { actions[severity] = action }
-        }
+        let actions = Options.standardActions.merging(config.actions) { $1 }
         return ProfanityFilter(wordlist: wordlist, options: Options(actions: actions, maxLength: config.maxLength))
     }
 

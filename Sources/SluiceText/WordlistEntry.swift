@@ -1,15 +1,5 @@
 import SluiceCore
 
-/// What a severity level does to a message.
-public enum SeverityAction: String, Sendable, Codable, CaseIterable {
-    /// The message is not allowed.
-    case block
-    /// Allowed, but the match is reported (and censored).
-    case mark
-    /// Not reported at all.
-    case ignore
-}
-
 /// Whether a term matches only as a whole word, or also glued inside a longer word.
 public enum MatchKind: String, Sendable, Codable {
     case word, compound

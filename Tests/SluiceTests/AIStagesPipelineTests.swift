@@ -20,11 +20,11 @@ import Testing
 
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "ok.jpg")
         let store = try await runOnce(root, server: vision) { config in
-            config.caption.provider = "openai-compatible"
+            config.caption.provider = .openAICompatible
             config.caption.baseURL = captions.baseURL + "/v1"
             config.caption.model = "llava"
         }
-        let item = try #require(try store.item(id: "u/ok"))
+        let item = try #require(try await store.item("u/ok"))
         #expect(item.status == .approved)
         #expect(item.caption?.caption?.caption == "A rocket.")
         #expect(item.caption?.caption?.provider == "openai-compatible" && item.caption?.caption?.model == "llava")
@@ -34,11 +34,11 @@ import Testing
 
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "u", name: "bad.png")
         let second = try await runOnce(root, server: blocking) { config in
-            config.caption.provider = "openai-compatible"
+            config.caption.provider = .openAICompatible
             config.caption.baseURL = captions.baseURL + "/v1"
         }
-        #expect(try second.item(id: "u/bad")?.status == .blocked)
-        #expect(try second.item(id: "u/bad")?.caption == nil)
+        #expect(try await second.item("u/bad")?.status == .blocked)
+        #expect(try await second.item("u/bad")?.caption == nil)
         #expect(captions.received.count == 1, "blocked content is never sent to a caption provider")
     }
 
@@ -48,23 +48,23 @@ import Testing
         defer { vision.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "a.jpg")
         let store = try await runOnce(root, server: vision)
-        #expect(try store.item(id: "u/a")?.caption == CaptionOutcome(skipped: "caption skipped: caption.provider is \"none\""))
+        #expect(try await store.item("u/a")?.caption == CaptionOutcome(skipped: "caption skipped: caption.provider is \"none\""))
 
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "b.jpg")
-        let keyless = try await runOnce(root, server: vision) { $0.caption.provider = "anthropic" }
-        #expect(try keyless.item(id: "u/b")?.caption?.skipped == "caption skipped: no API key: ANTHROPIC_API_KEY is not set")
+        let keyless = try await runOnce(root, server: vision) { $0.caption.provider = .anthropic }
+        #expect(try await keyless.item("u/b")?.caption?.skipped == "caption skipped: no API key: ANTHROPIC_API_KEY is not set")
 
         let failing = try await FakeJSONServer.start { _, _ in .init(status: 500, body: #"{"error":{"message":"gpu on fire"}}"#) }
         defer { failing.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "c.jpg")
         let failed = try await runOnce(root, server: vision) { config in
-            config.caption.provider = "openai-compatible"
+            config.caption.provider = .openAICompatible
             config.caption.baseURL = failing.baseURL + "/v1"
             config.caption.maxAttempts = 2
             config.caption.initialBackoffSeconds = 0.01
             config.caption.maxBackoffSeconds = 0.02
         }
-        let item = try #require(try failed.item(id: "u/c"))
+        let item = try #require(try await failed.item("u/c"))
         #expect(item.status == .approved)
         #expect(item.caption?.error?.contains("HTTP 500: gpu on fire") == true, "\(String(describing: item.caption))")
         #expect(root.exists("approved/u/c.jpg"))
@@ -82,11 +82,11 @@ import Testing
         {"id": "p3", "userId": "u", "text": "fix this sh1t by 5pm today, it's urgent"}
         """.utf8).write(to: folder.appendingPathComponent("p.jsonl"))
         let store = try await runOnce(root, server: vision)
-        let p1 = try #require(try store.item(id: "p1")?.priority)
+        let p1 = try #require(try await store.item("p1")?.priority)
         #expect(p1.priority == "high" && p1.isUrgent && p1.engine == "rules")
         #expect(p1.urgencyIndicators.contains("urgent: asap"))
-        #expect(try store.item(id: "p2")?.priority?.priority == "low")
-        let p3 = try #require(try store.item(id: "p3"))
+        #expect(try await store.item("p2")?.priority?.priority == "low")
+        let p3 = try #require(try await store.item("p3"))
         #expect(p3.status == .blocked, "priority is scored for blocked messages too")
         #expect(p3.priority?.priority == "high")
     }

@@ -9,6 +9,7 @@ import Logging
 import NIOCore
 import SluiceAPI
 import SluiceCore
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 import Testing
@@ -25,7 +26,7 @@ import Testing
     }
 
     static func services(_ config: PipelineConfig) throws -> APIServices {
-        try APIServices.load(config: config, environment: environment, logger: quiet)
+        try Services.live(config: config, environment: environment, logger: quiet).api()
     }
 
     static func application(_ services: APIServices, now: @escaping @Sendable () -> Date = Date.init) -> some ApplicationProtocol {
@@ -51,7 +52,7 @@ import Testing
     static func captionConfig(_ root: TemporaryDataRoot, server: FakeJSONServer?) -> PipelineConfig {
         root.config(endpoint: "http://127.0.0.1:9/v1") { config in
             guard let server else { return }
-            config.caption.provider = "openai-compatible"
+            config.caption.provider = .openAICompatible
             config.caption.baseURL = server.baseURL + "/v1"
             config.caption.model = "llava:7b"
             config.caption.apiKeyEnv = "TEST_CAPTION_KEY"

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import SluiceAPI
 import SluiceCore
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 import Testing
@@ -27,11 +28,11 @@ import Testing
         defer { possible.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/chelsea.png"), user: "alice", name: "r.png")
         let store = try await runOnce(root, server: possible)
-        try store.recordVerdict(Item(id: "t1", kind: .text, userId: "alice", status: .blocked, reason: "Content contains prohibited terms: shit"))
+        try await store.recordVerdict(Item(id: "t1", kind: .text, userId: "alice", status: .blocked, reason: "Content contains prohibited terms: shit"))
         let config = root.config(endpoint: clean.endpoint)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        return try APIServices.load(config: config, environment: [:], logger: logger)
+        return try Services.live(config: config, environment: [:], logger: logger).api()
     }
 
     func app(_ services: APIServices) -> some ApplicationProtocol {
@@ -266,7 +267,7 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let store = try await runOnce(root, server: clean)
-        #expect(try store.item(id: "carol/\(imageId)")?.status == .approved)
+        #expect(try await store.item("carol/\(imageId)")?.status == .approved)
     }
 
     @Test func reportsAndRateLimits() async throws {
@@ -285,7 +286,7 @@ import Testing
                 #expect(result["success"] as? Bool == true)
                 #expect((result["reportId"] as? String)?.hasPrefix("rpt_") == true)
             }
-            #expect(try services.store.reports().first?.reporterUserId == "erin")
+            #expect(try await services.store.reports().first?.reporterUserId == "erin")
             for (body, message) in [(#"{"data": {"messageId": "t1", "category": "rude"}}"#, "data.category must be one of spam, harassment, inappropriate, other"),
                                     (#"{"data": {"category": "spam"}}"#, "data.messageId must be a string of 1-256 bytes"),
                                     ("{\"data\": {\"messageId\": \"t1\", \"category\": \"spam\", \"description\": \"\(String(repeating: "x", count: 1001))\"}}", "data.description is 1001 characters, over 1000")] {

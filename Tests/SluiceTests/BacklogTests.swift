@@ -52,8 +52,8 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let config = try await seed(root, endpoint: clean.endpoint)
-        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
-        #expect(try store.items(kind: .image).allSatisfy { $0.status == .approved })
+        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        #expect(try await store.items(kind: .image).allSatisfy { $0.status == .approved })
 
         // A new provider and an operator wordlist.
         let swapped = try await FakeVisionServer.start(Self.swapped)
@@ -77,19 +77,19 @@ import Testing
         #expect(summary["moves"] as? [String: Int] == ["approved → blocked": 2, "approved → review": 1], "\(summary["moves"] ?? "")")
         #expect(((summary["stages"] as? [String: Any])?["classify"] as? [String: Int])?["failed"] == 0)
 
-        #expect(try store.item(id: "u/hubble_deep_field")?.status == .blocked)
+        #expect(try await store.item("u/hubble_deep_field")?.status == .blocked)
         #expect(!root.exists("approved/u/hubble_deep_field.jpg") && !root.exists("thumbnails/u/hubble_deep_field.jpg"))
         #expect(root.exists("quarantine/u/hubble_deep_field.jpg"))
-        #expect(try store.item(id: "u/coins")?.status == .review)
+        #expect(try await store.item("u/coins")?.status == .review)
         #expect(root.exists("review/u/coins.jpg") && !root.exists("approved/u/coins.jpg"))
-        #expect(try store.item(id: "t1")?.status == .blocked)
-        #expect(try store.item(id: "t1")?.reason == "Content contains prohibited terms: frobnicate")
+        #expect(try await store.item("t1")?.status == .blocked)
+        #expect(try await store.item("t1")?.reason == "Content contains prohibited terms: frobnicate")
         for id in ["u/rocket", "u/coffee", "u/chelsea"] {
-            #expect(try store.item(id: id)?.status == .approved)
+            #expect(try await store.item(id)?.status == .approved)
             #expect(root.exists("approved/\(id).jpg"))
-            #expect(try store.events(itemId: id).filter { $0.type == "reprocess" }.isEmpty, "\(id) did not change")
+            #expect(try await store.events(of: id).filter { $0.type == "reprocess" }.isEmpty, "\(id) did not change")
         }
-        let event = try #require(try store.events(itemId: "u/hubble_deep_field").last)
+        let event = try #require(try await store.events(of: "u/hubble_deep_field").last)
         #expect(event.type == "reprocess" && event.fromStatus == .approved && event.toStatus == .blocked && event.stage == "classify")
         #expect(event.detail?.contains("approved → blocked") == true)
 
@@ -102,8 +102,9 @@ import Testing
         #expect(back.stdout.contains("STAGE") && back.stdout.contains("classify"))
         // The same long-lived handle sees what the other processes wrote.
         for id in ["u/hubble_deep_field", "u/coins"] {
-            let item = try store.item(id: id)
-            #expect(item?.status == .approved, "\(String(describing: item?.status)) \(item?.reason ?? "") \(String(describing: try? store.events(itemId: id).map(\.type)))")
+            let item = try await store.item(id)
+            let history = (try? await store.events(of: id).map(\.type)) ?? []
+            #expect(item?.status == .approved, "\(String(describing: item?.status)) \(item?.reason ?? "") \(history)")
             #expect(root.exists("approved/\(id).jpg") && root.exists("thumbnails/\(id).jpg"))
         }
         #expect(!root.exists("quarantine/u/hubble_deep_field.jpg") && !root.exists("review/u/coins.jpg"))
@@ -121,8 +122,8 @@ import Testing
         #expect(result.status == 0)
         #expect(result.stdout.contains("status moves: none"))
         #expect(result.stdout.contains("re-classification failed, kept as approved"), "\(result.stdout)")
-        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
-        #expect(try store.items(kind: .image).allSatisfy { $0.status == .approved })
+        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        #expect(try await store.items(kind: .image).allSatisfy { $0.status == .approved })
         for photo in Self.photos { #expect(root.exists("approved/u/\((photo as NSString).deletingPathExtension).jpg")) }
     }
 
@@ -153,7 +154,7 @@ import Testing
         var flipped = 0
         for _ in 0..<400 {
             try await Task.sleep(nanoseconds: 25_000_000)
-            flipped = (try? StatusStore(path: storePath).items(status: .blocked).count) ?? 0
+            flipped = (try? await SQLiteStore(path: storePath).items(status: .blocked).count) ?? 0
             if flipped >= 5 { break }
         }
         kill(process.processIdentifier, SIGKILL)
@@ -167,10 +168,10 @@ import Testing
         #expect(summary["resumed"] as? Bool == true)
         #expect((summary["alreadyDone"] as? Int ?? 0) >= 5)
         #expect((summary["alreadyDone"] as? Int ?? 0) + (summary["processed"] as? Int ?? 0) == total)
-        let store = try StatusStore(path: storePath)
-        for item in try store.items(kind: .image) {
+        let store = try SQLiteStore(path: storePath)
+        for item in try await store.items(kind: .image) {
             #expect(item.status == .blocked, "\(item.id)")
-            #expect(try store.events(itemId: item.id).filter { $0.type == "reprocess" }.count == 1, "\(item.id) processed twice")
+            #expect(try await store.events(of: item.id).filter { $0.type == "reprocess" }.count == 1, "\(item.id) processed twice")
             #expect(root.exists(item.original ?? "-"), "\(item.id) kept in quarantine")
         }
         #expect(root.allFiles().filter { $0.hasPrefix("approved/") || $0.hasPrefix("thumbnails/") }.isEmpty)
@@ -244,12 +245,12 @@ import Testing
         #expect(block.status == 0)
         #expect(root.exists("quarantine/u/b.png") && !root.exists("review/u/b.png") && !root.exists("approved/u/b.jpg"))
 
-        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
-        let a = try #require(try store.item(id: "u/a"))
-        #expect(a.status == .approved && a.review?.by == "dana" && a.review?.note == "a rocket, fine")
-        let event = try #require(try store.events(itemId: "u/a").last)
+        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let a = try #require(try await store.item("u/a"))
+        #expect(a.status == .approved && a.decision?.by == "dana" && a.decision?.note == "a rocket, fine")
+        let event = try #require(try await store.events(of: "u/a").last)
         #expect(event.type == "review" && event.fromStatus == .review && event.toStatus == .approved && event.detail == "by dana: a rocket, fine")
-        #expect(try store.item(id: "u/b")?.status == .blocked)
+        #expect(try await store.item("u/b")?.status == .blocked)
 
         let again = try await shell(TestEnvironment.sluiceBinary, ["review", "approve", "u/a", "--config", config.path])
         #expect(again.status != 0 && again.stderr.contains("u/a is approved, not in review"))
@@ -260,10 +261,10 @@ import Testing
     @Test func reportsListShowsTheItemEachPointsAt() async throws {
         let root = try TemporaryDataRoot()
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
-        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
-        try store.recordVerdict(Item(id: "m1", kind: .text, userId: "u", status: .approved))
-        try store.recordReport(Report(reportId: "r1", messageId: "m1", category: "harassment", description: "mean", reporterUserId: "v"))
-        try store.recordReport(Report(reportId: "r2", messageId: "gone", category: "spam", description: nil, reporterUserId: nil))
+        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        try await store.recordVerdict(Item(id: "m1", kind: .text, userId: "u", status: .approved))
+        try await store.recordReport(Report(reportId: "r1", messageId: "m1", category: "harassment", description: "mean", reporterUserId: "v"))
+        try await store.recordReport(Report(reportId: "r2", messageId: "gone", category: "spam", description: nil, reporterUserId: nil))
         let json = try await shell(TestEnvironment.sluiceBinary, ["reports", "list", "--json", "--config", config.path])
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(entries.count == 2)

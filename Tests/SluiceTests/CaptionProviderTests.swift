@@ -15,7 +15,7 @@ import Testing
         return logger
     }()
 
-    func config(_ provider: String, _ server: FakeJSONServer, path: String = "", edit: (inout CaptionConfig) -> Void = { _ in }) -> CaptionConfig {
+    func config(_ provider: CaptionProviderKind, _ server: FakeJSONServer, path: String = "", edit: (inout CaptionConfig) -> Void = { _ in }) -> CaptionConfig {
         var config = CaptionConfig()
         config.provider = provider
         config.baseURL = server.baseURL + path
@@ -39,7 +39,7 @@ import Testing
             .init(body: #"{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":" A rocket on a launch pad. "},"finish_reason":"stop"}],"usage":{"prompt_tokens":850,"completion_tokens":9,"total_tokens":859}}"#)
         }
         defer { server.stop() }
-        let provider = OpenAICompatibleCaptionProvider(config: config("openai-compatible", server, path: "/v1") { $0.model = "llava:7b" },
+        let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1") { $0.model = "llava:7b" },
                                                        environment: environment, logger: Self.quiet)
         let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "A rocket on a launch pad.")
@@ -65,7 +65,7 @@ import Testing
             .init(body: #"{"id":"msg_1","type":"message","role":"assistant","model":"claude-3-5-haiku-latest","content":[{"type":"text","text":"A white rocket."}],"stop_reason":"end_turn","usage":{"input_tokens":1200,"output_tokens":6}}"#)
         }
         defer { server.stop() }
-        let provider = AnthropicCaptionProvider(config: config("anthropic", server), environment: environment, logger: Self.quiet)
+        let provider = AnthropicCaptionProvider(config: config(.anthropic, server), environment: environment, logger: Self.quiet)
         let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "A white rocket.")
         #expect(caption.usage == CaptionUsage(inputTokens: 1200, outputTokens: 6, totalTokens: 1206))
@@ -89,7 +89,7 @@ import Testing
             .init(body: #"{"candidates":[{"content":{"parts":[{"text":"Rocket at dusk."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":260,"candidatesTokenCount":4,"totalTokenCount":264}}"#)
         }
         defer { server.stop() }
-        let provider = GeminiCaptionProvider(config: config("gemini", server), environment: environment, logger: Self.quiet)
+        let provider = GeminiCaptionProvider(config: config(.gemini, server), environment: environment, logger: Self.quiet)
         let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "Rocket at dusk.")
         #expect(caption.usage == CaptionUsage(inputTokens: 260, outputTokens: 4, totalTokens: 264))
@@ -110,7 +110,7 @@ import Testing
             .init(status: 401, body: #"{"error":{"message":"Incorrect API key provided: sk-test-SECRET-123.","type":"invalid_request_error","code":"invalid_api_key"}}"#)
         }
         defer { server.stop() }
-        let provider = OpenAICompatibleCaptionProvider(config: config("openai-compatible", server, path: "/v1"),
+        let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1"),
                                                        environment: environment, logger: Self.quiet)
         do {
             _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
@@ -132,7 +132,7 @@ import Testing
             }
         }
         defer { server.stop() }
-        let provider = AnthropicCaptionProvider(config: config("anthropic", server), environment: environment, logger: Self.quiet)
+        let provider = AnthropicCaptionProvider(config: config(.anthropic, server), environment: environment, logger: Self.quiet)
         let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "ok")
         #expect(server.received.count == 3)
@@ -148,7 +148,7 @@ import Testing
     func malformedAnswersAreClearErrors(body: String, status: Int, expected: String) async throws {
         let server = try await FakeJSONServer.start { _, _ in .init(status: status, body: body) }
         defer { server.stop() }
-        let provider = OpenAICompatibleCaptionProvider(config: config("openai-compatible", server, path: "/v1"),
+        let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1"),
                                                        environment: environment, logger: Self.quiet)
         do {
             _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
@@ -161,7 +161,7 @@ import Testing
     @Test func hugeAnswerIsCappedNotBuffered() async throws {
         let server = try await FakeJSONServer.start { _, _ in .init(bytes: Data(repeating: 0x61, count: 3 << 20)) }
         defer { server.stop() }
-        let provider = GeminiCaptionProvider(config: config("gemini", server), environment: environment, logger: Self.quiet)
+        let provider = GeminiCaptionProvider(config: config(.gemini, server), environment: environment, logger: Self.quiet)
         do {
             _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
             Issue.record("no error")
@@ -173,12 +173,12 @@ import Testing
     @Test func providerChoiceIsAConfigChange() {
         var config = CaptionConfig()
         #expect(CaptionProviders.make(config, environment: [:], logger: Self.quiet).failureReason == "caption.provider is \"none\"")
-        config.provider = "anthropic"
+        config.provider = .anthropic
         #expect(CaptionProviders.make(config, environment: [:], logger: Self.quiet).failureReason == "no API key: ANTHROPIC_API_KEY is not set")
         #expect(CaptionProviders.make(config, environment: ["ANTHROPIC_API_KEY": "k"], logger: Self.quiet).providerName == "anthropic")
-        config.provider = "gemini"
+        config.provider = .gemini
         #expect(CaptionProviders.make(config, environment: ["GEMINI_API_KEY": "k"], logger: Self.quiet).providerName == "gemini")
-        config.provider = "openai-compatible"
+        config.provider = .openAICompatible
         config.baseURL = "http://localhost:11434/v1"
         #expect(CaptionProviders.make(config, environment: [:], logger: Self.quiet).providerName == "openai-compatible",
                 "a local Ollama needs no key")

@@ -10,7 +10,7 @@ import Testing
         let config = try PipelineConfig.load(from: TestEnvironment.repositoryRoot.appendingPathComponent("pipeline.json"))
         #expect(config.dataRoot == TestEnvironment.repositoryRoot.appendingPathComponent("data").standardizedFileURL)
         #expect(config.store.path.lastPathComponent == "sluice.sqlite")
-        #expect(config.vision.provider == "google-vision")
+        #expect(config.vision.provider == .googleVision)
         #expect(config.limits.maxBytes == 25 * 1024 * 1024)
         #expect(config.limits.maxPixels == 50_000_000)
         #expect(config.output.maxSide == 1920 && config.output.quality == 80)

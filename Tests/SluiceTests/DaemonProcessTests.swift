@@ -34,8 +34,8 @@ import Testing
         for _ in 0..<300 {
             try await Task.sleep(nanoseconds: 50_000_000)
             if FileManager.default.fileExists(atPath: storePath.path),
-               let store = try? StatusStore(path: storePath) {
-                verdicts = (try? store.items().filter { $0.status.isFinal }.count) ?? 0
+               let store = try? SQLiteStore(path: storePath) {
+                verdicts = (try? await store.items().filter { $0.status.isFinal }.count) ?? 0
                 if verdicts >= 4 { break }
             }
         }
@@ -46,11 +46,11 @@ import Testing
         let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
 
-        let store = try StatusStore(path: storePath)
+        let store = try SQLiteStore(path: storePath)
         for id in ids {
-            let item = try #require(try store.item(id: id), "\(id) lost")
+            let item = try #require(try await store.item(id), "\(id) lost")
             #expect(item.status == .approved, "\(id): \(item.status) \(item.reason ?? "")")
-            let verdictEvents = try store.events(itemId: id).filter { $0.type == "verdict" }
+            let verdictEvents = try await store.events(of: id).filter { $0.type == "verdict" }
             #expect(verdictEvents.count == 1, "\(id) has \(verdictEvents.count) verdicts")
             for output in [item.outputs.approved, item.outputs.thumbnail] {
                 let path = try #require(output)
@@ -79,7 +79,7 @@ import Testing
         var status: ItemStatus?
         for _ in 0..<200 where status != .approved {
             try await Task.sleep(nanoseconds: 50_000_000)
-            status = try? StatusStore(path: storePath).item(id: "live/first")?.status
+            status = try? await SQLiteStore(path: storePath).item("live/first")?.status
         }
         #expect(status == .approved)
         // A new folder created while running is watched too; SIGTERM arrives while that upload is in flight.
@@ -94,7 +94,7 @@ import Testing
         #expect(daemon.terminationReason == .exit)
         #expect(daemon.terminationStatus == 0)
         #expect(inFlight)
-        #expect(try StatusStore(path: storePath).item(id: "newuser/second")?.status == .approved, "in-flight item finished before exit")
+        #expect(try await SQLiteStore(path: storePath).item("newuser/second")?.status == .approved, "in-flight item finished before exit")
     }
 
     @Test func statusAndListPrintDocumentedJSON() async throws {

@@ -27,7 +27,7 @@ import Testing
         defer { server.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
         let store = try await runOnce(root, server: server) { $0.vision.timeoutSeconds = 0.5 }
-        let item = try #require(try store.item(id: "u/img"))
+        let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
         #expect(item.reason?.contains(expected) == true, "\(item.reason ?? "nil")")
         #expect(item.reason?.hasPrefix("not classified, held for review") == true)
@@ -47,7 +47,7 @@ import Testing
         defer { server.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
         let store = try await runOnce(root, server: server) { $0.vision.maxAttempts = 3 }
-        #expect(try store.item(id: "u/img")?.status == .approved)
+        #expect(try await store.item("u/img")?.status == .approved)
         #expect(server.received.count == 3)
     }
 
@@ -57,7 +57,7 @@ import Testing
         defer { server.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
         let store = try await runOnce(root, server: server) { $0.vision.maxAttempts = 4 }
-        #expect(try store.item(id: "u/img")?.status == .review)
+        #expect(try await store.item("u/img")?.status == .review)
         #expect(server.received.count == 1)
     }
 
@@ -68,7 +68,7 @@ import Testing
         try await Task.sleep(nanoseconds: 200_000_000)
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
         let store = try await runOnce(root, server: server)
-        let item = try #require(try store.item(id: "u/img"))
+        let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
         #expect(item.reason?.contains("unreachable") == true, "\(item.reason ?? "")")
     }

@@ -16,7 +16,7 @@ import Testing
 
         let store = try await runOnce(root, server: server)
 
-        let item = try #require(try store.item(id: "alice/rocket"))
+        let item = try #require(try await store.item("alice/rocket"))
         #expect(item.status == .approved)
         #expect(item.kind == .image && item.userId == "alice")
         #expect(item.reason == nil)
@@ -46,7 +46,7 @@ import Testing
         #expect(max(sentSize.width, sentSize.height) <= 640)
         #expect(JPEGInspector.metadataSegments(sent).isEmpty)
 
-        let events = try store.events(itemId: "alice/rocket")
+        let events = try await store.events(of: "alice/rocket")
         #expect(events.map(\.type) == ["received", "verdict"])
         #expect(events.last?.toStatus == .approved)
     }
@@ -79,7 +79,7 @@ import Testing
             let reference = try read(TestEnvironment.fixture("images/orientation/\(shape)_1.jpg"))
             let referenceSize = try #require(JPEGInspector.dimensions(reference))
             for n in 0...8 {
-                let item = try #require(try store.item(id: "orient/\(shape)_\(n)"))
+                let item = try #require(try await store.item("orient/\(shape)_\(n)"))
                 #expect(item.status == .approved, "\(shape)_\(n): \(item.reason ?? "")")
                 let output = try read(root.file("approved/orient/\(shape)_\(n).jpg"))
                 let size = try #require(JPEGInspector.dimensions(output))
@@ -104,7 +104,7 @@ import Testing
         let store = try await runOnce(root, server: server)
         for file in files {
             let id = file.deletingPathExtension().lastPathComponent.replacingOccurrences(of: ".", with: "_")
-            let item = try #require(try store.item(id: "edge/\(id)"))
+            let item = try #require(try await store.item("edge/\(id)"))
             #expect(item.status == .approved || item.status == .rejected, "\(id): \(item.status)")
             if item.status == .approved {
                 for folder in ["approved", "thumbnails"] {
@@ -115,9 +115,9 @@ import Testing
                 #expect(item.reason?.isEmpty == false)
             }
         }
-        #expect(try store.item(id: "edge/exif_gps")?.exif?.hadGPS == true)
-        #expect(try store.item(id: "edge/hopper")?.exif?.hadGPS == false)
-        #expect(try store.item(id: "edge/hopper_orientation_6")?.exif?.orientation == 6)
+        #expect(try await store.item("edge/exif_gps")?.exif?.hadGPS == true)
+        #expect(try await store.item("edge/hopper")?.exif?.hadGPS == false)
+        #expect(try await store.item("edge/hopper_orientation_6")?.exif?.orientation == 6)
     }
 
     @Test func pngWithGPSIsRecordedAndStripped() async throws {
@@ -127,13 +127,13 @@ import Testing
         try root.drop(TestEnvironment.repositoryRoot.appendingPathComponent("Samples/alice/coffee.png"), user: "alice", name: "coffee.png")
         try root.drop(TestEnvironment.repositoryRoot.appendingPathComponent("Samples/carol/coins.png"), user: "carol", name: "coins.png")
         let store = try await runOnce(root, server: server)
-        let coffee = try #require(try store.item(id: "alice/coffee"))
+        let coffee = try #require(try await store.item("alice/coffee"))
         #expect(coffee.status == .approved)
         #expect(coffee.format == "png")
         #expect(coffee.exif?.hadGPS == true)
         #expect(coffee.exif?.make == "Apple")
         #expect(JPEGInspector.metadataSegments(try read(root.file("approved/alice/coffee.jpg"))).isEmpty)
-        #expect(try store.item(id: "carol/coins")?.status == .approved, "greyscale PNG becomes an sRGB JPEG")
+        #expect(try await store.item("carol/coins")?.status == .approved, "greyscale PNG becomes an sRGB JPEG")
     }
 
     @Test func hostileFilesAreRejectedWithAReason() async throws {
@@ -150,7 +150,7 @@ import Testing
         }
         let store = try await runOnce(root, server: server)
         for (id, file) in ids.sorted(by: { $0.key < $1.key }) {
-            let item = try #require(try store.item(id: "hostile/\(id)"), "\(file.lastPathComponent) has no row")
+            let item = try #require(try await store.item("hostile/\(id)"), "\(file.lastPathComponent) has no row")
             // A hostile file is never approved on the strength of a decode that went wrong: rejected with a reason,
             // or (for the few that are valid images with odd headers) carried through cleanly.
             if item.status == .rejected {
@@ -164,7 +164,7 @@ import Testing
         }
         // One OSS-Fuzz file is a well-formed 31×32 lossless WebP (it once crashed libvips' WebP *encoder*,
         // which Sluice never runs); every other hostile file must be rejected.
-        let rejected = try store.items(status: .rejected).count
+        let rejected = try await store.items(status: .rejected).count
         #expect(rejected >= files.count - 1, "only \(rejected) of \(files.count) hostile files rejected")
         #expect(try FileManager.default.contentsOfDirectory(atPath: root.pending.appendingPathComponent("hostile").path).isEmpty)
     }
@@ -188,7 +188,7 @@ import Testing
         for (index, (path, _)) in cases.enumerated() { try root.drop(TestEnvironment.fixture(path), user: "named", name: "c\(index)") }
         let store = try await runOnce(root, server: server)
         for (index, (path, word)) in cases.enumerated() {
-            let item = try #require(try store.item(id: "named/c\(index)"))
+            let item = try #require(try await store.item("named/c\(index)"))
             #expect(item.status == .rejected, "\(path)")
             #expect(item.reason?.localizedCaseInsensitiveContains(word) == true, "\(path): \(item.reason ?? "nil")")
         }
@@ -200,14 +200,14 @@ import Testing
         defer { server.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "heavy.jpg")
         let first = try await runOnce(root, server: server) { $0.limits.maxBytes = 50_000 }
-        let heavy = try #require(try first.item(id: "u/heavy"))
+        let heavy = try #require(try await first.item("u/heavy"))
         #expect(heavy.status == .rejected)
         #expect(heavy.reason?.contains("over the 50000 byte limit") == true, "\(heavy.reason ?? "")")
         #expect(root.exists("rejected/u/heavy.jpg"))
 
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "wide.jpg")
         let second = try await runOnce(root, server: server) { $0.limits.maxPixels = 100_000 }
-        let wide = try #require(try second.item(id: "u/wide"))
+        let wide = try #require(try await second.item("u/wide"))
         #expect(wide.status == .rejected)
         #expect(wide.reason?.contains("too many pixels: 640×427") == true, "\(wide.reason ?? "")")
         #expect(server.received.isEmpty, "nothing over a limit is sent to the provider")
@@ -227,7 +227,7 @@ import Testing
         var config = root.config(endpoint: server.endpoint)
         config.concurrency.items = 1
         let store = try await runOnce(root, server: server) { $0.concurrency.items = 1 }
-        let blocked = try #require(try store.item(id: "u/one"))
+        let blocked = try #require(try await store.item("u/one"))
         #expect(blocked.status == .blocked)
         #expect(blocked.reason == "blocked by policy: adult VERY_LIKELY ≥ LIKELY, racy VERY_LIKELY ≥ VERY_LIKELY")
         #expect(root.exists("quarantine/u/one.jpg"))
@@ -235,7 +235,7 @@ import Testing
 
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "u", name: "two")
         _ = try await runOnce(root, server: server)
-        let review = try #require(try store.item(id: "u/two"))
+        let review = try #require(try await store.item("u/two"))
         #expect(review.status == .review)
         #expect(review.reason == "needs review: adult POSSIBLE ≥ POSSIBLE")
         #expect(review.original == "review/u/two.png", "an upload without extension keeps its sniffed one")
@@ -256,9 +256,9 @@ import Testing
         #expect(root.exists("approved/u/pic.jpg"))
         try root.drop(TestEnvironment.fixture("images/photos/hubble_deep_field.jpg"), user: "u", name: "pic.jpg")
         let store = try await runOnce(root, server: server)
-        #expect(try store.item(id: "u/pic")?.status == .blocked)
+        #expect(try await store.item("u/pic")?.status == .blocked)
         #expect(!root.exists("approved/u/pic.jpg") && !root.exists("thumbnails/u/pic.jpg"))
         #expect(root.exists("quarantine/u/pic.jpg"))
-        #expect(try store.events(itemId: "u/pic").filter { $0.type == "verdict" }.map(\.toStatus) == [.approved, .blocked])
+        #expect(try await store.events(of: "u/pic").filter { $0.type == "verdict" }.map(\.toStatus) == [.approved, .blocked])
     }
 }

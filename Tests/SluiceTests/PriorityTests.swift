@@ -75,7 +75,7 @@ import Testing
 
     func llm(_ server: FakeJSONServer) -> LLMPriorityEngine {
         var config = PriorityConfig()
-        config.engine = "llm"
+        config.engine = .llm
         config.baseURL = server.baseURL + "/v1"
         config.apiKeyEnv = "TEST_LLM_KEY"
         config.timeoutSeconds = 5
@@ -175,7 +175,7 @@ import Testing
         let server = try await FakeJSONServer.start { _, _ in .init(status: 503, body: #"{"error":{"message":"down"}}"#) }
         defer { server.stop() }
         var vision = VisionConfig()
-        vision.provider = "openai-moderation"
+        vision.provider = .openAIModeration
         vision.endpoint = server.baseURL + "/v1"
         vision.apiKeyEnv = nil
         vision.maxAttempts = 1
@@ -205,7 +205,7 @@ import Testing
         }
         defer { server.stop() }
         var vision = VisionConfig()
-        vision.provider = "openai-moderation"
+        vision.provider = .openAIModeration
         vision.endpoint = server.baseURL + "/v1"
         vision.apiKeyEnv = "OPENAI_TEST_KEY"
         let provider = OpenAIModerationProvider(config: vision, environment: ["OPENAI_TEST_KEY": "sk-9"], logger: Logger(label: "test"))

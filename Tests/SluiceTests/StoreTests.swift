@@ -15,14 +15,14 @@ import Testing
             let outcomes = await withTaskGroup(of: String?.self, returning: [String?].self) { group in
                 for _ in 0..<6 {
                     group.addTask {
-                        await offPoolResult {
-                            do throws(StoreError) {
-                                let store = try StatusStore(path: path)
-                                _ = try store.countsByStatus()
-                                return nil
-                            } catch {
-                                return "\(error)"
-                            }
+                        let opened = await offPoolResult { () -> Result<SQLiteStore, StoreError> in
+                            do throws(StoreError) { return .success(try SQLiteStore(path: path)) } catch { return .failure(error) }
+                        }
+                        do {
+                            _ = try await opened.get().countsByStatus()
+                            return nil
+                        } catch {
+                            return "\(error)"
                         }
                     }
                 }

@@ -5,19 +5,25 @@ import Foundation
 import Logging
 import SluiceCore
 import SluiceDaemon
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 
 /// Runs the daemon once over a data root, in process, against a fake provider; returns the store.
 @discardableResult
 func runOnce(_ root: TemporaryDataRoot, server: FakeVisionServer,
-             edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> StatusStore {
+             edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> any StatusStore {
     let config = root.config(endpoint: server.endpoint, edit: edit)
-    var logger = Logger(label: "test")
-    logger.logLevel = .critical
-    let daemon = try ImageDaemon.build(config: config, mode: .once, environment: [:], logger: logger)
+    let daemon = try Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once)
     try await daemon.run()
     return daemon.store
+}
+
+/// A logger that only speaks for critical problems.
+var quietLogger: Logger {
+    var logger = Logger(label: "test")
+    logger.logLevel = .critical
+    return logger
 }
 
 let cleanResult = SafeSearch(adult: .veryUnlikely, spoof: .veryUnlikely, medical: .unlikely, violence: .veryUnlikely, racy: .unlikely)
@@ -92,4 +98,10 @@ private func shellBlocking(_ executable: URL, _ arguments: [String], environment
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Tests name items with plain strings, often built in loops.
+extension StatusStore {
+    func item(_ id: String) async throws -> Item? { try await item(ItemID(id)) }
+    func events(of id: String) async throws -> [ItemEvent] { try await events(of: ItemID(id)) }
 }

@@ -82,11 +82,11 @@ import Testing
 
     @Test func actionsComeFromConfig() throws {
         var config = TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists"))
-        config.actions = ["mild": "block", "strong": "mark", "severe": "block", "slur": "block"]
+        config.actions = [.mild: .block, .strong: .mark, .severe: .block, .slur: .block]
         let strict = try ProfanityFilter.load(config)
         #expect(try strict.check("damn").allowed == false)
         #expect(try strict.check("shit").allowed == true)
-        config.actions["mild"] = "ignore"
+        config.actions[.mild] = .ignore
         let lax = try ProfanityFilter.load(config)
         #expect(try lax.check("damn").matches.isEmpty)
     }

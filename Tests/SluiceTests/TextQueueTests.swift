@@ -37,18 +37,18 @@ import Testing
         #expect(root.exists("queues/text/done/chat.jsonl"))
         #expect(!root.exists("queues/text/chat.jsonl"))
 
-        let m1 = try #require(try store.item(id: "m1"))
+        let m1 = try #require(try await store.item("m1"))
         #expect(m1.kind == .text && m1.status == .approved && m1.userId == "alice")
         #expect(m1.textVerdict?.allowed == true && m1.textVerdict?.matches.isEmpty == true)
         #expect(m1.content?.kind == "message")
         #expect(m1.content?.source == "queues/text/chat.jsonl:1")
-        let m2 = try #require(try store.item(id: "m2"))
+        let m2 = try #require(try await store.item("m2"))
         #expect(m2.status == .blocked)
         #expect(m2.reason == "Content contains prohibited terms: fuck")
         #expect(m2.textVerdict?.censored == "what the *******")
         #expect(m2.content?.context == "reply to m1")
-        #expect(try store.item(id: "m3")?.status == .approved, "mild is allowed but marked")
-        #expect(try store.item(id: "m3")?.textVerdict?.matches.first?.severity == .mild)
+        #expect(try await store.item("m3")?.status == .approved, "mild is allowed but marked")
+        #expect(try await store.item("m3")?.textVerdict?.matches.first?.severity == .mild)
 
         let expectations: [(String, String)] = [
             ("chat.jsonl:4", "queues/text/chat.jsonl:4: not a JSON object"),
@@ -61,11 +61,11 @@ import Testing
             ("m11", "queues/text/chat.jsonl:12: bad userId \"bad user\": must match [A-Za-z0-9_-]{1,128}"),
         ]
         for (id, reason) in expectations {
-            let item = try #require(try store.item(id: id), "\(id) missing")
+            let item = try #require(try await store.item(id), "\(id) missing")
             #expect(item.status == .rejected, "\(id)")
             #expect(item.reason == reason)
         }
-        #expect(try store.items(kind: .text).count == 11)
+        #expect(try await store.items(kind: .text).count == 11)
     }
 
     @Test func sameTextIsANoOpAndChangedTextIsJudgedAgain() async throws {
@@ -76,11 +76,11 @@ import Testing
         try await runOnce(root, server: server)
         try writeQueue(root, "b.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello there"}"#])
         try await runOnce(root, server: server)
-        let store = try StatusStore(path: root.url.appendingPathComponent("sluice.sqlite"))
-        #expect(try store.events(itemId: "x1").filter { $0.type == "verdict" }.count == 1)
+        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        #expect(try await store.events(of: "x1").filter { $0.type == "verdict" }.count == 1)
         try writeQueue(root, "c.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello sh1thead"}"#])
         try await runOnce(root, server: server)
-        let verdicts = try store.events(itemId: "x1").filter { $0.type == "verdict" }
+        let verdicts = try await store.events(of: "x1").filter { $0.type == "verdict" }
         #expect(verdicts.map(\.toStatus) == [.approved, .blocked])
         #expect(root.exists("queues/text/done/a.jsonl") && root.exists("queues/text/done/b.jsonl") && root.exists("queues/text/done/c.jsonl"))
     }
@@ -105,19 +105,19 @@ import Testing
         var recorded = 0
         for _ in 0..<400 {
             try await Task.sleep(nanoseconds: 25_000_000)
-            if let store = try? StatusStore(path: storePath) { recorded = (try? store.items(kind: .text, limit: 2000).count) ?? 0 }
+            if let store = try? SQLiteStore(path: storePath) { recorded = (try? await store.items(status: nil, kind: .text, limit: 2000).count) ?? 0 }
             if recorded >= 1000 { break }
         }
         kill(daemon.processIdentifier, SIGKILL)
         await waitForExit(daemon)
         let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
-        let store = try StatusStore(path: storePath)
-        let items = try store.items(kind: .text)
+        let store = try SQLiteStore(path: storePath)
+        let items = try await store.items(kind: .text)
         #expect(items.count == count)
         #expect(items.filter { $0.status == .blocked }.count == (0..<count).filter { $0 % 7 == 0 }.count)
         for id in ["q0", "q1", "q14999", "q29999"] {
-            #expect(try store.events(itemId: id).filter { $0.type == "verdict" }.count == 1, "\(id)")
+            #expect(try await store.events(of: id).filter { $0.type == "verdict" }.count == 1, "\(id)")
         }
         #expect(root.exists("queues/text/done/big.jsonl"))
     }

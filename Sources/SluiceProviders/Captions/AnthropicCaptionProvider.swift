@@ -7,12 +7,14 @@ import SluiceCore
 public struct AnthropicCaptionProvider: CaptionProvider {
     public static let apiVersion = "2023-06-01"
     public let name = "anthropic"
-    let endpoint: CaptionEndpoint
-    public var model: String { endpoint.model }
-    public var caller: ResilientCaller { endpoint.caller }
+    let setup: CaptionEndpoint
+    public var model: String { setup.model }
+    public var endpoint: String { setup.url }
+    public func probe() async -> String? { await setup.http.probe(setup.url) }
+    public var caller: ResilientCaller { setup.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        endpoint = CaptionEndpoint(provider: "anthropic", path: "/v1/messages", config: config,
+        setup = CaptionEndpoint(provider: "anthropic", path: "/v1/messages", config: config,
                                    environment: environment, client: client, logger: logger)
     }
 
@@ -55,16 +57,16 @@ public struct AnthropicCaptionProvider: CaptionProvider {
     }
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
-        let request = Request(model: model, max_tokens: endpoint.maxTokens, messages: [
+        let request = Request(model: model, max_tokens: setup.maxTokens, messages: [
             .init(role: "user", content: [
                 .init(type: "image", source: .init(type: "base64", media_type: mimeType, data: image.base64EncodedString())),
-                .init(type: "text", text: endpoint.prompt),
+                .init(type: "text", text: setup.prompt),
             ]),
         ])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = [("anthropic-version", Self.apiVersion)] + (endpoint.apiKey.map { [("x-api-key", $0)] } ?? [])
+        let headers = [("anthropic-version", Self.apiVersion)] + (setup.apiKey.map { [("x-api-key", $0)] } ?? [])
         let started = Date()
-        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
+        let (http, url, model, name) = (setup.http, setup.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)

@@ -17,22 +17,18 @@ extension CaptionConfig {
 public enum CaptionProviders {
     public static func make(_ config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared,
                             logger: Logger) -> Result<any CaptionProvider, CaptionUnavailable> {
-        if config.provider == "none" { return .failure(CaptionUnavailable(reason: "caption.provider is \"none\"")) }
+        if config.provider == .none { return .failure(CaptionUnavailable(reason: "caption.provider is \"none\"")) }
         let keyEnv = config.effectiveAPIKeyEnv
         let hasKey = environment[keyEnv].map { !$0.isEmpty } ?? false
         // Local OpenAI-compatible servers (Ollama, llama.cpp, LM Studio) need no key; hosted APIs do.
         let isLocal = URL(string: config.effectiveBaseURL).map { ["localhost", "127.0.0.1", "::1"].contains($0.host ?? "") } ?? false
-        if !hasKey, !(config.provider == "openai-compatible" && isLocal) {
+        if !hasKey, !(config.provider == .openAICompatible && isLocal) {
             return .failure(CaptionUnavailable(reason: "no API key: \(keyEnv) is not set"))
         }
         switch config.provider {
-        case "anthropic": return .success(AnthropicCaptionProvider(config: config, environment: environment, client: client, logger: logger))
-        case "gemini": return .success(GeminiCaptionProvider(config: config, environment: environment, client: client, logger: logger))
-        default: return .success(OpenAICompatibleCaptionProvider(config: config, environment: environment, client: client, logger: logger))
+        case .anthropic: return .success(AnthropicCaptionProvider(config: config, environment: environment, client: client, logger: logger))
+        case .gemini: return .success(GeminiCaptionProvider(config: config, environment: environment, client: client, logger: logger))
+        case .openAICompatible, .none: return .success(OpenAICompatibleCaptionProvider(config: config, environment: environment, client: client, logger: logger))
         }
     }
-}
-
-public struct CaptionUnavailable: Error, Sendable, Equatable {
-    public var reason: String
 }

@@ -6,14 +6,16 @@ import SluiceCore
 /// Google Gemini `{baseURL}/v1beta/models/{model}:generateContent` with `x-goog-api-key`.
 public struct GeminiCaptionProvider: CaptionProvider {
     public let name = "gemini"
-    let endpoint: CaptionEndpoint
-    public var model: String { endpoint.model }
-    public var caller: ResilientCaller { endpoint.caller }
+    let setup: CaptionEndpoint
+    public var model: String { setup.model }
+    public var endpoint: String { setup.url }
+    public func probe() async -> String? { await setup.http.probe(setup.url) }
+    public var caller: ResilientCaller { setup.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
         let model = config.effectiveModel
         let escapedModel = model.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? model
-        endpoint = CaptionEndpoint(provider: "gemini", path: "/v1beta/models/\(escapedModel):generateContent", config: config,
+        setup = CaptionEndpoint(provider: "gemini", path: "/v1beta/models/\(escapedModel):generateContent", config: config,
                                    environment: environment, client: client, logger: logger)
     }
 
@@ -59,13 +61,13 @@ public struct GeminiCaptionProvider: CaptionProvider {
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
         let request = Request(contents: [.init(parts: [
-            .init(text: endpoint.prompt),
+            .init(text: setup.prompt),
             .init(inline_data: .init(mime_type: mimeType, data: image.base64EncodedString())),
-        ])], generationConfig: .init(maxOutputTokens: endpoint.maxTokens))
+        ])], generationConfig: .init(maxOutputTokens: setup.maxTokens))
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = endpoint.apiKey.map { [("x-goog-api-key", $0)] } ?? []
+        let headers = setup.apiKey.map { [("x-goog-api-key", $0)] } ?? []
         let started = Date()
-        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
+        let (http, url, model, name) = (setup.http, setup.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)

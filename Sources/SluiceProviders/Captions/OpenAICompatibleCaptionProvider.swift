@@ -8,12 +8,14 @@ import SluiceCore
 /// is appended).
 public struct OpenAICompatibleCaptionProvider: CaptionProvider {
     public let name = "openai-compatible"
-    let endpoint: CaptionEndpoint
-    public var model: String { endpoint.model }
-    public var caller: ResilientCaller { endpoint.caller }
+    let setup: CaptionEndpoint
+    public var model: String { setup.model }
+    public var endpoint: String { setup.url }
+    public func probe() async -> String? { await setup.http.probe(setup.url) }
+    public var caller: ResilientCaller { setup.caller }
 
     public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
-        endpoint = CaptionEndpoint(provider: "openai-compatible", path: "/chat/completions", config: config,
+        setup = CaptionEndpoint(provider: "openai-compatible", path: "/chat/completions", config: config,
                                    environment: environment, client: client, logger: logger)
     }
 
@@ -53,16 +55,16 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
     }
 
     public func caption(_ image: Data, mimeType: String) async throws(ProviderError) -> Caption {
-        let request = Request(model: model, max_tokens: endpoint.maxTokens, messages: [
+        let request = Request(model: model, max_tokens: setup.maxTokens, messages: [
             .init(role: "user", content: [
-                .init(type: "text", text: endpoint.prompt),
+                .init(type: "text", text: setup.prompt),
                 .init(type: "image_url", image_url: .init(url: "data:\(mimeType);base64,\(image.base64EncodedString())")),
             ]),
         ])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
-        let headers = endpoint.apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
+        let headers = setup.apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
         let started = Date()
-        let (http, url, model, name) = (endpoint.http, endpoint.url, model, name)
+        let (http, url, model, name) = (setup.http, setup.url, model, name)
         return try await caller.call { () async throws(ProviderError) -> Caption in
             let data = try await http.postJSON(url, headers: headers, body: body)
             let response = try http.decode(Response.self, from: data)

@@ -1,0 +1,32 @@
+import Foundation
+import Prometheus
+import SluiceCore
+import SluicePipeline
+
+/// Everything the routes use, assembled once by the composition root (`Services.api()`).
+public struct APIServices: Sendable {
+    public let config: PipelineConfig
+    public let store: any StatusStore
+    /// The image pipeline (the caption API runs its decode and caption stages).
+    public let images: ImagePipeline
+    /// The text pipeline's filter and priority engine (`validate_text`, `detectPriority`).
+    public let texts: TextPipeline
+    public let decisions: HumanDecisions
+    /// Every provider the config calls, for `/healthz`.
+    public let providers: [ProviderInRole]
+    /// This process's metrics (HTTP requests; provider calls when swift-metrics is bootstrapped with it).
+    public let metrics: PrometheusCollectorRegistry
+
+    public init(config: PipelineConfig, store: any StatusStore, images: ImagePipeline, texts: TextPipeline, decisions: HumanDecisions,
+                providers: [ProviderInRole], metrics: PrometheusCollectorRegistry) {
+        self.config = config
+        self.store = store
+        self.images = images
+        self.texts = texts
+        self.decisions = decisions
+        self.providers = providers
+        self.metrics = metrics
+    }
+
+    public var layout: OutputLayout { images.layout }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import SluiceCore
+
+/// Builds the HTTP application; tests call this directly with in-memory config and services.
+public func buildApplication(services: APIServices, environment: [String: String], port: Int? = nil,
+                             now: @escaping @Sendable () -> Date = Date.init,
+                             logger: Logger = Logger(label: "sluice.api")) -> some ApplicationProtocol {
+    let router = buildRouter(services: services, environment: environment, now: now)
+    return Application(router: router,
+                       server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
+                       configuration: .init(address: .hostname(services.config.api.host, port: port ?? services.config.api.port),
+                                            serverName: "sluice"),
+                       logger: logger)
+}
+
+/// The routes, grouped by concern: items, files, uploads, callables, captions, health and metrics.
+func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date) -> [RouteCollection<APIContext>] {
+    let limits = RateLimits(store: services.store, now: now)
+    let metrics = MetricsRoutes(services: services, now: now)
+    return [
+        HealthRoutes(services: services, probe: HealthProbe(targets: services.providers), metrics: metrics, now: now).collection(),
+        metrics.collection(),
+        ItemRoutes(services: services).collection(),
+        FileRoutes(services: services).collection(),
+        UploadRoutes(services: services, limits: limits).collection(),
+        CallableRoutes(services: services, limits: limits, now: now).collection(),
+        CaptionRoutes(services: services, limits: limits, now: now).collection(),
+    ]
+}
+
+public func buildRouter(services: APIServices, environment: [String: String],
+                        now: @escaping @Sendable () -> Date = Date.init) -> Router<APIContext> {
+    let tokens = Set((environment[services.config.api.appTokensEnv] ?? "").split(separator: ",")
+        .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+    let secret = environment[services.config.api.jwtSecretEnv].flatMap { $0.isEmpty ? nil : Data($0.utf8) }
+    let collections = routeCollections(services: services, now: now)
+    // What is registered, so a known path with the wrong method can answer 405 with `Allow`.
+    let registered = Router(context: APIContext.self)
+    for collection in collections { registered.addRoutes(collection) }
+    let table = RouteTable(entries: registered.routes.map { .init(method: $0.method, path: $0.path.description) })
+
+    let router = Router(context: APIContext.self)
+    router.add(middleware: RequestMetricsMiddleware(registry: services.metrics))
+    router.add(middleware: ErrorEnvelopeMiddleware(routes: table))
+    router.add(middleware: AuthMiddleware(appTokens: tokens, jwtSecret: secret, trustForwardedFor: services.config.api.trustForwardedFor,
+                                          now: now))
+    for collection in collections { router.addRoutes(collection) }
+    return router
+}

@@ -1,0 +1,23 @@
+import Foundation
+
+/// Who is calling: a trusted backend (app token, optionally acting for `X-User-Id`) or an end user (JWT).
+public enum Principal: Sendable, Equatable {
+    case app(actingFor: String?)
+    case user(String)
+
+    /// The user a request acts for, if any.
+    public var userId: String? {
+        switch self {
+        case let .app(actingFor): actingFor
+        case let .user(id): id
+        }
+    }
+
+    /// Whether this caller may see an item of `owner`: apps see everything, users only their own.
+    public func maySee(owner: String) -> Bool {
+        switch self {
+        case .app: true
+        case let .user(id): id == owner
+        }
+    }
+}

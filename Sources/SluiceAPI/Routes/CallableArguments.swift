@@ -1,0 +1,86 @@
+import Foundation
+import NIOCore
+import SluiceCore
+
+/// A callable function's `data`, decoded into a type; a missing or mistyped field gets the function's own
+/// message for that field.
+protocol CallableArguments: Decodable {
+    static func problem(with field: String) -> String
+}
+
+/// `{"data": {…}}`.
+struct CallableRequest<Arguments: Decodable>: Decodable {
+    var data: Arguments
+}
+
+/// `{"result": {…}}`.
+struct CallableResult<T: Encodable>: Encodable {
+    var result: T
+}
+
+extension CallableArguments {
+    /// The request body's `data`, or the envelope's message naming what was wrong.
+    static func decode(_ body: ByteBuffer) throws -> Self {
+        do {
+            return try JSONDecoder().decode(CallableRequest<Self>.self, from: Data(buffer: body)).data
+        } catch let error as DecodingError {
+            let path: [any CodingKey] = switch error {
+            case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context): context.codingPath
+            case let .keyNotFound(key, context): context.codingPath + [key]
+            @unknown default: []
+            }
+            switch path.count {
+            case 0: throw APIError(.invalidArgument, "body must be a JSON object {\"data\": {…}}")
+            case 1: throw APIError(.invalidArgument, "missing \"data\" object")
+            default: throw APIError(.invalidArgument, problem(with: path[1].stringValue))
+            }
+        }
+    }
+}
+
+/// `validate_text {text, context?}`.
+struct ValidateTextArguments: CallableArguments {
+    var text: String
+    var context: String?
+
+    static func problem(with field: String) -> String { "data.\(field) must be a string" }
+}
+
+/// `detectPriority {messageText, conversationContext?}`.
+struct DetectPriorityArguments: CallableArguments {
+    var messageText: String
+    var conversationContext: String?
+
+    static func problem(with field: String) -> String {
+        field == "messageText" ? "data.messageText must be a non-empty string" : "data.\(field) must be a string"
+    }
+}
+
+/// `submit_report {messageId, category, description?}`.
+struct SubmitReportArguments: CallableArguments {
+    var messageId: String
+    var category: String
+    var description: String?
+
+    static func problem(with field: String) -> String {
+        switch field {
+        case "messageId": "data.messageId must be a string of 1-256 bytes"
+        case "category": "data.category must be one of \(Report.categories.joined(separator: ", "))"
+        default: "data.\(field) must be a string"
+        }
+    }
+
+    func validated() throws -> Self {
+        guard (1...256).contains(messageId.utf8.count) else { throw APIError(.invalidArgument, Self.problem(with: "messageId")) }
+        guard Report.categories.contains(category) else { throw APIError(.invalidArgument, Self.problem(with: "category")) }
+        if let description, description.count > 1000 {
+            throw APIError(.invalidArgument, "data.description is \(description.count) characters, over 1000")
+        }
+        return self
+    }
+}
+
+/// Functions that take no arguments: `get_rate_limits`.
+struct NoArguments: CallableArguments {
+    static func problem(with field: String) -> String { "data.\(field) is not expected" }
+}

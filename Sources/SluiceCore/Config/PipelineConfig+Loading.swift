@@ -1,0 +1,380 @@
+import Foundation
+
+extension PipelineConfig {
+    public static let defaultFileName = "pipeline.json"
+
+    /// Reads and validates pipeline.json; relative paths resolve against the file's folder.
+    public static func load(from file: URL) throws -> PipelineConfig {
+        let data: Data
+        do {
+            data = try Data(contentsOf: file)
+        } catch {
+            throw ConfigurationError.unreadable(path: file.path, reason: (error as NSError).localizedDescription)
+        }
+        return try parse(data, baseDirectory: file.deletingLastPathComponent(), sourceName: file.path)
+    }
+
+    /// Parses config JSON; `baseDirectory` anchors relative paths.
+    public static func parse(_ data: Data, baseDirectory: URL, sourceName: String = "config") throws -> PipelineConfig {
+        let file: ConfigFile
+        do {
+            file = try JSONDecoder().decode(ConfigFile.self, from: data)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
+            throw ConfigurationError.invalidJSON(path: sourceName, reason: Self.underlyingMessage(context))
+        } catch let error as DecodingError {
+            throw ConfigurationError.badValue(key: Self.keyPath(of: error), reason: Self.reason(of: error))
+        }
+        let config = try file.resolve(baseDirectory: baseDirectory)
+        try config.validate()
+        return config
+    }
+
+    /// Range checks that the types alone cannot express.
+    public func validate() throws {
+        func require(_ ok: Bool, _ key: String, _ reason: String) throws {
+            if !ok { throw ConfigurationError.badValue(key: key, reason: reason) }
+        }
+        let endpoint = URL(string: vision.endpoint)
+        try require(endpoint?.scheme == "http" || endpoint?.scheme == "https", "vision.endpoint",
+                    "\"\(vision.endpoint)\" is not an http(s) URL")
+        try require(endpoint?.host?.isEmpty == false, "vision.endpoint", "\"\(vision.endpoint)\" has no host")
+        try require(vision.timeoutSeconds > 0 && vision.timeoutSeconds <= 600, "vision.timeoutSeconds", "must be in 0 < t ≤ 600")
+        try require((1...20).contains(vision.maxAttempts), "vision.maxAttempts", "must be 1...20")
+        try require(vision.initialBackoffSeconds >= 0, "vision.initialBackoffSeconds", "must be ≥ 0")
+        try require(vision.maxBackoffSeconds >= vision.initialBackoffSeconds, "vision.maxBackoffSeconds",
+                    "must be ≥ vision.initialBackoffSeconds")
+        try require((1...1024).contains(vision.maxInFlight), "vision.maxInFlight", "must be 1...1024")
+        try require((64...2048).contains(vision.classifyMaxSide), "vision.classifyMaxSide", "must be 64...2048")
+        try require((1024...(64 << 20)).contains(vision.maxResponseBytes), "vision.maxResponseBytes", "must be 1 KiB...64 MiB")
+        try require((1...1000).contains(vision.breakerFailures), "vision.breakerFailures", "must be 1...1000")
+        try require(vision.breakerOpenSeconds > 0 && vision.breakerOpenSeconds <= 3600, "vision.breakerOpenSeconds", "must be in 0 < t ≤ 3600")
+        try require((1...(1 << 30)).contains(limits.maxBytes), "limits.maxBytes", "must be 1...1073741824")
+        try require((1...1_000_000_000).contains(limits.maxPixels), "limits.maxPixels", "must be 1...1000000000")
+        try require((1024...(64 << 20)).contains(limits.maxMetadataBytes), "limits.maxMetadataBytes", "must be 1024...67108864")
+        try require((16...16384).contains(output.maxSide), "output.maxSide", "must be 16...16384")
+        try require((1...100).contains(output.quality), "output.quality", "must be 1...100")
+        try require((16...2048).contains(output.thumbnailSize), "output.thumbnailSize", "must be 16...2048")
+        try require((1...100).contains(output.thumbnailQuality), "output.thumbnailQuality", "must be 1...100")
+        try require((0...256).contains(concurrency.cpu), "concurrency.cpu", "must be 0 (number of cores) ...256")
+        try require((1...4096).contains(concurrency.items), "concurrency.items", "must be 1...4096")
+        try require(daemon.rescanSeconds >= 1, "daemon.rescanSeconds", "must be ≥ 1")
+        let captionURL = URL(string: caption.effectiveBaseURL)
+        try require(captionURL?.scheme == "http" || captionURL?.scheme == "https", "caption.baseURL",
+                    "\"\(caption.effectiveBaseURL)\" is not an http(s) URL")
+        try require((1...8192).contains(caption.maxTokens), "caption.maxTokens", "must be 1...8192")
+        try require(caption.timeoutSeconds > 0 && caption.timeoutSeconds <= 600, "caption.timeoutSeconds", "must be in 0 < t ≤ 600")
+        try require((1...20).contains(caption.maxAttempts), "caption.maxAttempts", "must be 1...20")
+        try require((1...256).contains(caption.maxInFlight), "caption.maxInFlight", "must be 1...256")
+        try require(!caption.prompt.isEmpty, "caption.prompt", "must not be empty")
+        try require((1...65535).contains(api.port), "api.port", "must be 1...65535")
+        try require(!api.host.isEmpty, "api.host", "must not be empty")
+        try require((1...1_000_000).contains(text.maxLength), "text.maxLength", "must be 1...1000000")
+        try require(!text.languages.isEmpty || !text.wordlists.isEmpty, "text.languages", "load at least one language or wordlist")
+        for language in text.languages {
+            try require(!language.isEmpty && language.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }), "text.languages",
+                        "\"\(language)\" is not a language file name")
+        }
+        for (category, rule) in policy.categories {
+            if let block = rule.block, let review = rule.review {
+                try require(review <= block, "policy.\(category.rawValue).review", "must not be above policy.\(category.rawValue).block")
+            }
+            try require(rule.block != .unknown && rule.review != .unknown, "policy.\(category.rawValue)",
+                        "UNKNOWN is not a threshold; use onUnknown")
+        }
+    }
+
+    private static func keyPath(of error: DecodingError) -> String {
+        let path: [any CodingKey]
+        switch error {
+        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+            path = context.codingPath
+        case let .keyNotFound(key, context):
+            path = context.codingPath + [key]
+        @unknown default:
+            path = []
+        }
+        return path.map(\.stringValue).joined(separator: ".")
+    }
+
+    private static func reason(of error: DecodingError) -> String {
+        switch error {
+        case let .typeMismatch(type, _): "expected \(typeName(type))"
+        case let .valueNotFound(type, _): "expected \(typeName(type)), found null"
+        case .keyNotFound: "is required"
+        case let .dataCorrupted(context): underlyingMessage(context)
+        @unknown default: "invalid"
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "\(type)"
+        }
+    }
+
+    private static func underlyingMessage(_ context: DecodingError.Context) -> String {
+        if let underlying = context.underlyingError as NSError? {
+            return underlying.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+        }
+        return context.debugDescription
+    }
+}
+
+/// The file's shape, before paths are resolved.
+private struct ConfigFile: Decodable {
+    var dataRoot: String
+    var store: StoreSection?
+    var vision: VisionConfig
+    var policy: ModerationPolicy
+    var limits: LimitsConfig
+    var output: OutputConfig
+    var concurrency: ConcurrencyConfig
+    var daemon: DaemonConfig
+    var text: TextSection?
+    var caption: CaptionConfig
+    var priority: PriorityConfig
+    var api: APIConfig
+
+    struct StoreSection: Decodable {
+        var path: String
+        init(from decoder: any Decoder) throws {
+            try decoder.rejectUnknownKeys(["path"])
+            let c = try decoder.container(keyedBy: AnyCodingKey.self)
+            path = try c.decode(String.self, forKey: AnyCodingKey(stringValue: "path"))
+        }
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api
+    }
+
+    struct TextSection: Decodable {
+        var wordlistsDirectory: String?
+        var languages: [String]?
+        var wordlists: [String]?
+        var allowlists: [String]?
+        var actions: [Severity: SeverityAction]?
+        var maxLength: Int?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case wordlistsDirectory, languages, wordlists, allowlists, actions, maxLength
+        }
+
+        init(from decoder: any Decoder) throws {
+            try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            wordlistsDirectory = try c.decodeIfPresent(String.self, forKey: .wordlistsDirectory)
+            languages = try c.decodeIfPresent([String].self, forKey: .languages)
+            wordlists = try c.decodeIfPresent([String].self, forKey: .wordlists)
+            allowlists = try c.decodeIfPresent([String].self, forKey: .allowlists)
+            if c.contains(.actions) {
+                let nested = try c.superDecoder(forKey: .actions)
+                try nested.rejectUnknownKeys(Severity.allCases.map(\.rawValue))
+                let named = try c.decode([String: SeverityAction].self, forKey: .actions)
+                actions = Dictionary(uniqueKeysWithValues: named.compactMap { key, action in Severity(rawValue: key).map { ($0, action) } })
+            }
+            maxLength = try c.decodeIfPresent(Int.self, forKey: .maxLength)
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        dataRoot = try c.value(.dataRoot, default: "data")
+        store = try c.decodeIfPresent(StoreSection.self, forKey: .store)
+        vision = try c.value(.vision, default: VisionConfig())
+        policy = try c.value(.policy, default: .standard)
+        limits = try c.value(.limits, default: LimitsConfig())
+        output = try c.value(.output, default: OutputConfig())
+        concurrency = try c.value(.concurrency, default: ConcurrencyConfig())
+        daemon = try c.value(.daemon, default: DaemonConfig())
+        text = try c.decodeIfPresent(TextSection.self, forKey: .text)
+        caption = try c.value(.caption, default: CaptionConfig())
+        priority = try c.value(.priority, default: PriorityConfig())
+        api = try c.value(.api, default: APIConfig())
+    }
+
+    func resolve(baseDirectory: URL) throws -> PipelineConfig {
+        func path(_ raw: String, key: String) throws -> URL {
+            guard !raw.isEmpty, !raw.contains("\0") else {
+                throw ConfigurationError.badValue(key: key, reason: "must be a non-empty path")
+            }
+            return raw.hasPrefix("/") ? URL(fileURLWithPath: raw) : baseDirectory.appendingPathComponent(raw)
+        }
+        let root = try path(dataRoot, key: "dataRoot")
+        let storePath = try store.map { try path($0.path, key: "store.path") }
+        var textConfig = TextConfig(wordlistsDirectory: try path(text?.wordlistsDirectory ?? "Wordlists", key: "text.wordlistsDirectory"))
+        if let text {
+            if let languages = text.languages { textConfig.languages = languages }
+            textConfig.wordlists = try (text.wordlists ?? []).enumerated().map { try path($1, key: "text.wordlists[\($0)]") }
+            textConfig.allowlists = try (text.allowlists ?? []).enumerated().map { try path($1, key: "text.allowlists[\($0)]") }
+            if let actions = text.actions { textConfig.actions.merge(actions) { $1 } }
+            if let maxLength = text.maxLength { textConfig.maxLength = maxLength }
+        }
+        var config = PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
+                                    policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,
+                                    text: textConfig)
+        config.caption = caption
+        config.priority = priority
+        config.api = api
+        return config
+    }
+}
+
+extension VisionConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case provider, endpoint, apiKeyEnv, bearerTokenEnv, timeoutSeconds, maxAttempts, initialBackoffSeconds,
+             maxBackoffSeconds, maxInFlight, classifyMaxSide, maxResponseBytes, breakerFailures, breakerOpenSeconds, model
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = VisionConfig()
+        v.provider = try c.value(.provider, default: v.provider)
+        v.endpoint = try c.value(.endpoint, default: v.endpoint)
+        v.apiKeyEnv = try c.contains(.apiKeyEnv) ? c.decodeIfPresent(String.self, forKey: .apiKeyEnv) : v.apiKeyEnv
+        v.bearerTokenEnv = try c.decodeIfPresent(String.self, forKey: .bearerTokenEnv)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
+        v.initialBackoffSeconds = try c.value(.initialBackoffSeconds, default: v.initialBackoffSeconds)
+        v.maxBackoffSeconds = try c.value(.maxBackoffSeconds, default: v.maxBackoffSeconds)
+        v.maxInFlight = try c.value(.maxInFlight, default: v.maxInFlight)
+        v.classifyMaxSide = try c.value(.classifyMaxSide, default: v.classifyMaxSide)
+        v.maxResponseBytes = try c.value(.maxResponseBytes, default: v.maxResponseBytes)
+        v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
+        v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
+        v.model = try c.value(.model, default: v.model)
+        self = v
+    }
+}
+
+extension ModerationPolicy: Decodable {
+    /// Categories left out of the file keep their standard rule.
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(SafeSearchCategory.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
+        var categories = ModerationPolicy.standard.categories
+        for category in SafeSearchCategory.allCases {
+            if let rule = try c.decodeIfPresent(CategoryPolicy.self, forKey: AnyCodingKey(stringValue: category.rawValue)) {
+                categories[category] = rule
+            }
+        }
+        self.init(categories: categories)
+    }
+}
+
+extension LimitsConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxBytes, maxPixels, failOn, maxMetadataBytes }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = LimitsConfig()
+        v.maxBytes = try c.value(.maxBytes, default: v.maxBytes)
+        v.maxPixels = try c.value(.maxPixels, default: v.maxPixels)
+        v.failOn = try c.value(.failOn, default: v.failOn)
+        v.maxMetadataBytes = try c.value(.maxMetadataBytes, default: v.maxMetadataBytes)
+        self = v
+    }
+}
+
+extension OutputConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxSide, quality, thumbnailSize, thumbnailQuality }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = OutputConfig()
+        v.maxSide = try c.value(.maxSide, default: v.maxSide)
+        v.quality = try c.value(.quality, default: v.quality)
+        v.thumbnailSize = try c.value(.thumbnailSize, default: v.thumbnailSize)
+        v.thumbnailQuality = try c.value(.thumbnailQuality, default: v.thumbnailQuality)
+        self = v
+    }
+}
+
+extension ConcurrencyConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case cpu, items }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(cpu: try c.value(.cpu, default: 0), items: try c.value(.items, default: 16))
+    }
+}
+
+extension DaemonConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case rescanSeconds }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = DaemonConfig()
+        v.rescanSeconds = try c.value(.rescanSeconds, default: v.rescanSeconds)
+        self = v
+    }
+}
+
+extension CaptionConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case provider, baseURL, model, apiKeyEnv, prompt, maxTokens, timeoutSeconds, maxAttempts, initialBackoffSeconds,
+             maxBackoffSeconds, maxInFlight, maxResponseBytes, breakerFailures, breakerOpenSeconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = CaptionConfig()
+        v.provider = try c.value(.provider, default: v.provider)
+        v.baseURL = try c.decodeIfPresent(String.self, forKey: .baseURL)
+        v.model = try c.decodeIfPresent(String.self, forKey: .model)
+        v.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .apiKeyEnv)
+        v.prompt = try c.value(.prompt, default: v.prompt)
+        v.maxTokens = try c.value(.maxTokens, default: v.maxTokens)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
+        v.initialBackoffSeconds = try c.value(.initialBackoffSeconds, default: v.initialBackoffSeconds)
+        v.maxBackoffSeconds = try c.value(.maxBackoffSeconds, default: v.maxBackoffSeconds)
+        v.maxInFlight = try c.value(.maxInFlight, default: v.maxInFlight)
+        v.maxResponseBytes = try c.value(.maxResponseBytes, default: v.maxResponseBytes)
+        v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
+        v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
+        self = v
+    }
+}
+
+extension PriorityConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case engine, language, baseURL, model, apiKeyEnv, timeoutSeconds }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = PriorityConfig()
+        v.engine = try c.value(.engine, default: v.engine)
+        v.language = try c.value(.language, default: v.language)
+        v.baseURL = try c.value(.baseURL, default: v.baseURL)
+        v.model = try c.value(.model, default: v.model)
+        v.apiKeyEnv = try c.value(.apiKeyEnv, default: v.apiKeyEnv)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        self = v
+    }
+}
+
+extension APIConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case host, port, appTokensEnv, jwtSecretEnv, trustForwardedFor }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = APIConfig()
+        v.host = try c.value(.host, default: v.host)
+        v.port = try c.value(.port, default: v.port)
+        v.appTokensEnv = try c.value(.appTokensEnv, default: v.appTokensEnv)
+        v.jwtSecretEnv = try c.value(.jwtSecretEnv, default: v.jwtSecretEnv)
+        v.trustForwardedFor = try c.value(.trustForwardedFor, default: v.trustForwardedFor)
+        self = v
+    }
+}

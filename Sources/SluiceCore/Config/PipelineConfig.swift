@@ -1,0 +1,256 @@
+import Foundation
+
+/// pipeline.json. Every key has a working default; unknown keys and bad values stop start-up.
+public struct PipelineConfig: Sendable, Equatable {
+    /// Absolute data root (relative paths in the file resolve against the config file's folder).
+    public var dataRoot: URL
+    public var store: StoreConfig
+    public var vision: VisionConfig
+    public var policy: ModerationPolicy
+    public var limits: LimitsConfig
+    public var output: OutputConfig
+    public var concurrency: ConcurrencyConfig
+    public var daemon: DaemonConfig
+    public var text: TextConfig
+    public var caption: CaptionConfig = CaptionConfig()
+    public var priority: PriorityConfig = PriorityConfig()
+    public var api: APIConfig = APIConfig()
+
+    public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
+                policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
+                output: OutputConfig = OutputConfig(), concurrency: ConcurrencyConfig = ConcurrencyConfig(),
+                daemon: DaemonConfig = DaemonConfig(), text: TextConfig? = nil) {
+        self.dataRoot = dataRoot.standardizedFileURL
+        self.store = store ?? StoreConfig(path: dataRoot.appendingPathComponent("sluice.sqlite"))
+        self.vision = vision
+        self.policy = policy
+        self.limits = limits
+        self.output = output
+        self.concurrency = concurrency
+        self.daemon = daemon
+        self.text = text ?? TextConfig(wordlistsDirectory: URL(fileURLWithPath: "Wordlists"))
+    }
+}
+
+public struct StoreConfig: Sendable, Equatable {
+    public var path: URL
+    public init(path: URL) { self.path = path.standardizedFileURL }
+}
+
+public struct VisionConfig: Sendable, Equatable {
+    /// `google-vision`: the images:annotate wire format (Google, the local provider); `openai-moderation`:
+    /// OpenAI's `omni-moderation-latest` at `{endpoint}/moderations`.
+    public var provider: VisionProviderKind = .googleVision
+    /// Base URL; `/images:annotate` is appended.
+    public var endpoint: String = "http://127.0.0.1:8089/v1"
+    /// Env var holding an API key sent as `?key=`; missing or empty means no key.
+    public var apiKeyEnv: String? = "GOOGLE_VISION_API_KEY"
+    /// Env var holding an OAuth bearer token, sent as `Authorization: Bearer`.
+    public var bearerTokenEnv: String?
+    public var timeoutSeconds: Double = 30
+    public var maxAttempts: Int = 4
+    public var initialBackoffSeconds: Double = 0.5
+    public var maxBackoffSeconds: Double = 20
+    public var maxInFlight: Int = 16
+    /// Longest side of the JPEG sent for classification.
+    public var classifyMaxSide: Int = 640
+    public var maxResponseBytes: Int = 1 << 20
+    /// Consecutive failures that open the circuit, and how long it stays open before a probe.
+    public var breakerFailures: Int = 5
+    public var breakerOpenSeconds: Double = 30
+    /// Model for `openai-moderation`.
+    public var model: String = "omni-moderation-latest"
+    public init() {}
+}
+
+/// Per-category thresholds: the likelihood at which an image is blocked and at which it goes to review.
+public struct CategoryPolicy: Sendable, Equatable, Codable {
+    public var block: Likelihood?
+    public var review: Likelihood?
+    /// What UNKNOWN means for this category: `"ignore"` or `"review"`.
+    public var onUnknown: UnknownAction
+
+    public init(block: Likelihood? = nil, review: Likelihood? = nil, onUnknown: UnknownAction = .ignore) {
+        self.block = block
+        self.review = review
+        self.onUnknown = onUnknown
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(["block", "review", "onUnknown"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        block = try c.decodeIfPresent(Likelihood.self, forKey: .block)
+        review = try c.decodeIfPresent(Likelihood.self, forKey: .review)
+        onUnknown = try c.value(.onUnknown, default: .ignore)
+    }
+}
+
+public enum UnknownAction: String, Sendable, Codable, Equatable {
+    case ignore, review
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let value = UnknownAction(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(raw)\" is not allowed; allowed: ignore, review")
+        }
+        self = value
+    }
+}
+
+public struct ModerationPolicy: Sendable, Equatable {
+    public var categories: [SafeSearchCategory: CategoryPolicy]
+
+    public init(categories: [SafeSearchCategory: CategoryPolicy]) { self.categories = categories }
+
+    /// Block adult or violence ≥ LIKELY and racy ≥ VERY_LIKELY; review adult, violence or racy at POSSIBLE;
+    /// an UNKNOWN adult likelihood goes to review (nothing is approved without an adult signal).
+    public static let standard = ModerationPolicy(categories: [
+        .adult: CategoryPolicy(block: .likely, review: .possible, onUnknown: .review),
+        .violence: CategoryPolicy(block: .likely, review: .possible),
+        .racy: CategoryPolicy(block: .veryLikely, review: .possible),
+        .spoof: CategoryPolicy(),
+        .medical: CategoryPolicy(),
+    ])
+
+    public subscript(category: SafeSearchCategory) -> CategoryPolicy {
+        categories[category] ?? CategoryPolicy()
+    }
+}
+
+public struct LimitsConfig: Sendable, Equatable {
+    /// 25 MiB.
+    public var maxBytes: Int = 25 * 1024 * 1024
+    /// 50 megapixels.
+    public var maxPixels: Int = 50_000_000
+    /// How picky decoding is (libvips `fail_on`): `warning` rejects any upload the decoder complains about,
+    /// `error` tolerates warnings, `truncated` only stops on truncation.
+    public var failOn: FailOn = .warning
+    /// Largest ICC profile or (decompressed) text metadata an upload may carry: 256 KiB.
+    public var maxMetadataBytes: Int = 256 * 1024
+    public init() {}
+}
+
+public struct OutputConfig: Sendable, Equatable {
+    public var maxSide: Int = 1920
+    public var quality: Int = 80
+    public var thumbnailSize: Int = 200
+    public var thumbnailQuality: Int = 75
+    public init() {}
+}
+
+public struct ConcurrencyConfig: Sendable, Equatable {
+    /// Threads for CPU stages (decode, encode); 0 means the number of cores.
+    public var cpu: Int = 0
+    /// Items in flight at once (each holds its upload in memory while the provider answers).
+    public var items: Int = 16
+
+    public init(cpu: Int = 0, items: Int = 16) {
+        self.cpu = cpu
+        self.items = items
+    }
+
+    public var effectiveCPU: Int { cpu > 0 ? cpu : ProcessInfo.processInfo.activeProcessorCount }
+}
+
+public struct DaemonConfig: Sendable, Equatable {
+    /// Full rescan period, a safety net beside inotify.
+    public var rescanSeconds: Double = 30
+    public init() {}
+}
+
+/// Text moderation: which wordlists to load and what each severity does.
+public struct TextConfig: Sendable, Equatable {
+    /// Folder holding `{language}.tsv` and `allowlist-{language}.txt`.
+    public var wordlistsDirectory: URL
+    /// Languages to load (file names in the folder); short terms of one language are innocent in another,
+    /// so only the languages an app's users write should be listed.
+    public var languages: [String] = ["en"]
+    /// Operator wordlists in the same TSV format, and allowlists (one word or phrase a line).
+    public var wordlists: [URL] = []
+    public var allowlists: [URL] = []
+    /// Severity → `block`, `mark` (allowed but reported) or `ignore`.
+    public var actions: [Severity: SeverityAction] = [.mild: .mark, .strong: .block, .severe: .block, .slur: .block]
+    /// Longest message judged, in Unicode scalars; longer ones are rejected.
+    public var maxLength: Int = 10_000
+
+    public init(wordlistsDirectory: URL) { self.wordlistsDirectory = wordlistsDirectory.standardizedFileURL }
+}
+
+/// Caption generation through a swappable LLM provider.
+public struct CaptionConfig: Sendable, Equatable {
+    public var provider: CaptionProviderKind = .none
+    /// Each provider's SDK convention: OpenAI-compatible includes the version (`https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1`); Anthropic is `https://api.anthropic.com`; Gemini is
+    /// `https://generativelanguage.googleapis.com`.
+    public var baseURL: String?
+    public var model: String?
+    public var apiKeyEnv: String?
+    public var prompt: String = "Write one short, factual sentence describing this image for alt text. No preamble."
+    public var maxTokens: Int = 120
+    public var timeoutSeconds: Double = 60
+    public var maxAttempts: Int = 3
+    public var initialBackoffSeconds: Double = 1
+    public var maxBackoffSeconds: Double = 30
+    public var maxInFlight: Int = 4
+    public var maxResponseBytes: Int = 1 << 20
+    public var breakerFailures: Int = 5
+    public var breakerOpenSeconds: Double = 60
+
+    public init() {}
+
+    /// The base URL when none is configured.
+    public var effectiveBaseURL: String {
+        if let baseURL { return baseURL }
+        switch provider {
+        case .anthropic: return "https://api.anthropic.com"
+        case .gemini: return "https://generativelanguage.googleapis.com"
+        case .openAICompatible, .none: return "https://api.openai.com/v1"
+        }
+    }
+
+    public var effectiveModel: String {
+        if let model { return model }
+        switch provider {
+        case .anthropic: return "claude-3-5-haiku-latest"
+        case .gemini: return "gemini-2.0-flash"
+        case .openAICompatible, .none: return "gpt-4o-mini"
+        }
+    }
+
+    public var effectiveAPIKeyEnv: String {
+        if let apiKeyEnv { return apiKeyEnv }
+        switch provider {
+        case .anthropic: return "ANTHROPIC_API_KEY"
+        case .gemini: return "GEMINI_API_KEY"
+        case .openAICompatible, .none: return "OPENAI_API_KEY"
+        }
+    }
+}
+
+/// Message priority (urgency) detection.
+public struct PriorityConfig: Sendable, Equatable {
+    /// `rules` (offline, deterministic) or `llm` (OpenAI-compatible chat completions, rules on any failure).
+    public var engine: PriorityEngineKind = .rules
+    /// Indicator list in Wordlists/ (`priority-{language}.tsv`).
+    public var language: String = "en"
+    public var baseURL: String = "https://api.openai.com/v1"
+    public var model: String = "gpt-4o-mini"
+    public var apiKeyEnv: String = "OPENAI_API_KEY"
+    public var timeoutSeconds: Double = 20
+    public init() {}
+}
+
+/// `sluice serve`.
+public struct APIConfig: Sendable, Equatable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// Env var with comma-separated app tokens for trusted backends.
+    public var appTokensEnv: String = "SLUICE_APP_TOKENS"
+    /// Env var with the HS256 secret for end-user JWTs.
+    public var jwtSecretEnv: String = "SLUICE_JWT_SECRET"
+    /// Behind a reverse proxy: take the client address for per-IP limits from the first `X-Forwarded-For`
+    /// entry instead of the connection's peer. Off by default (a client could forge the header).
+    public var trustForwardedFor: Bool = false
+    public init() {}
+}

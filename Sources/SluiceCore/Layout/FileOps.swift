@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A file-system operation that failed, naming the path and the OS reason.
+public struct FileOpError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var path: String
+    public var reason: String
+
+    public init(_ operation: String, _ path: String, errno code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        reason = String(cString: strerror(code))
+    }
+
+    public init(_ operation: String, _ path: String, reason: String) {
+        self.operation = operation
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "cannot \(operation) \(path): \(reason)" }
+}
+
+/// Crash-safe file primitives: temp file → fsync → rename → fsync folder. `OutputLayout` decides which files
+/// go where; these do the writing.
+public enum FileOps {
+    public static let tempMarker = ".sluice-tmp-"
+
+    /// Writes `data` to `destination` so that readers see either the old file or the whole new one.
+    public static func writeAtomically(_ data: Data, to destination: URL) throws(FileOpError) {
+        let folder = destination.deletingLastPathComponent()
+        try makeFolder(folder)
+        let temp = folder.appendingPathComponent(".\(destination.lastPathComponent)\(tempMarker)\(UUID().uuidString)")
+        let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw FileOpError("create", temp.path) }
+        var ok = false
+        defer {
+            if !ok { unlink(temp.path) }
+        }
+        let written: Int = data.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, base + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
+                offset += n
+            }
+            return offset
+        }
+        if written != data.count {
+            let code = errno
+            close(fd)
+            throw FileOpError("write", temp.path, errno: code)
+        }
+        if fsync(fd) != 0 {
+            let code = errno
+            close(fd)
+            throw FileOpError("fsync", temp.path, errno: code)
+        }
+        close(fd)
+        guard rename(temp.path, destination.path) == 0 else { throw FileOpError("rename into place", destination.path) }
+        ok = true
+        syncFolder(folder)
+    }
+
+    /// Moves a file or folder (never following a link) to `destination`, replacing a file there.
+    public static func move(_ source: URL, to destination: URL) throws(FileOpError) {
+        try makeFolder(destination.deletingLastPathComponent())
+        if rename(source.path, destination.path) != 0 {
+            let code = errno
+            if code == ENOTEMPTY || code == EEXIST || code == EISDIR || code == ENOTDIR {
+                let alternative = destination.deletingLastPathComponent()
+                    .appendingPathComponent(destination.lastPathComponent + "-" + String(UUID().uuidString.prefix(8)))
+                guard rename(source.path, alternative.path) == 0 else { throw FileOpError("move to", alternative.path) }
+            } else {
+                throw FileOpError("move \(source.path) to", destination.path, errno: code)
+            }
+        }
+        syncFolder(destination.deletingLastPathComponent())
+        syncFolder(source.deletingLastPathComponent())
+    }
+
+    public static func remove(_ file: URL) throws(FileOpError) {
+        if unlink(file.path) != 0, errno != ENOENT { throw FileOpError("remove", file.path) }
+        syncFolder(file.deletingLastPathComponent())
+    }
+
+    public static func makeFolder(_ folder: URL) throws(FileOpError) {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw FileOpError("create folder", folder.path, reason: (error as NSError).localizedDescription)
+        }
+    }
+
+    public static func syncFolder(_ folder: URL) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    /// Reads a regular file without following links, refusing more than `limit` bytes.
+    public static func readRegularFile(_ file: URL, limit: Int) throws(UploadReadError) -> Data {
+        let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw .notRegular("is a symbolic link") }
+            throw .io(FileOpError("open", file.path))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io(FileOpError("stat", file.path)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notRegular("is not a regular file") }
+        let size = Int(info.st_size)
+        guard size <= limit else { throw .tooLarge(size) }
+        var data = Data(count: size)
+        let read: Int = data.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.read(fd, base + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
+                if n == 0 { break }
+                offset += n
+            }
+            return offset
+        }
+        guard read >= 0 else { throw .io(FileOpError("read", file.path)) }
+        if read < size { data.removeSubrange(read..<size) }
+        return data
+    }
+
+    /// Deletes temp files a crash left behind under `folder` (recursively).
+    public static func removeOrphanTemps(under folder: URL) -> Int {
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return 0 }
+        var removed = 0
+        for case let file as URL in enumerator where file.lastPathComponent.contains(tempMarker) {
+            if unlink(file.path) == 0 { removed += 1 }
+        }
+        return removed
+    }
+}
+
+/// Why an upload could not be read.
+public enum UploadReadError: Error, Sendable {
+    case notRegular(String)
+    case tooLarge(Int)
+    case io(FileOpError)
+}

@@ -1,0 +1,135 @@
+/// Where a runner reports how long each stage took (a latency histogram per stage name in production).
+public protocol StageObserver: Sendable {
+    func record(stage: String, duration: Duration)
+}
+
+/// An observer that keeps nothing (tests, tools).
+public struct IgnoringStageObserver: StageObserver {
+    public init() {}
+    public func record(stage: String, duration: Duration) {}
+}
+
+/// How long one stage of a run took.
+public struct StageTiming: Sendable, Equatable {
+    public var stage: String
+    public var duration: Duration
+}
+
+/// An ordered list of stages, each stage's output the next one's input, assembled in one function. Running it
+/// times every stage by name, reports the times to the observer, and stops at the first stage that ends the
+/// item; the result is typed (the last stage's value) or says which stage stopped and why.
+public struct Pipeline<Input: ItemFacts, Output: ItemFacts>: Sendable {
+    public typealias Body = @Sendable (Input, StageContext, inout [StageTiming]) async -> PipelineRun<Output>.End
+
+    /// Stage names in order.
+    public let stageNames: [String]
+    /// The stage a completed run's verdict is credited to (`policy` for images, `text` for messages).
+    public let verdictStage: String
+    let observer: any StageObserver
+    let body: Body
+
+    init(stageNames: [String], verdictStage: String, observer: any StageObserver, body: @escaping Body) {
+        self.stageNames = stageNames
+        self.verdictStage = verdictStage
+        self.observer = observer
+        self.body = body
+    }
+
+    /// A pipeline of one stage.
+    public init<S: Stage>(_ stage: S, observer: any StageObserver) where S.Input == Input, S.Output == Output {
+        self.init(stageNames: [stage.name], verdictStage: stage.name, observer: observer) { input, context, timings in
+            await Self.step(stage, input, context, observer, &timings)
+        }
+    }
+
+    /// This pipeline followed by `stage`.
+    public func then<S: Stage>(_ stage: S) -> Pipeline<Input, S.Output> where S.Input == Output {
+        let previous = body
+        let observer = observer
+        return Pipeline<Input, S.Output>(stageNames: stageNames + [stage.name], verdictStage: verdictStage, observer: observer) {
+            input, context, timings in
+            switch await previous(input, context, &timings) {
+            case let .completed(value): return await Pipeline<Input, S.Output>.step(stage, value, context, observer, &timings)
+            case let .stopped(conclusion, stageName, facts): return .stopped(conclusion, stage: stageName, facts: facts)
+            }
+        }
+    }
+
+    /// Credits a completed run's verdict to `stage` (the stage that decided it, not the last one that ran).
+    public func verdict(by stage: String) -> Pipeline {
+        Pipeline(stageNames: stageNames, verdictStage: stage, observer: observer, body: body)
+    }
+
+    public func run(_ input: Input, context: StageContext) async -> PipelineRun<Output> {
+        var timings: [StageTiming] = []
+        timings.reserveCapacity(stageNames.count)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let end = await body(input, context, &timings)
+        let total = clock.now - started
+        observer.record(stage: "total", duration: total)
+        return PipelineRun(end: end, timings: timings, total: total, verdictStage: verdictStage)
+    }
+
+    static func step<S: Stage>(_ stage: S, _ input: S.Input, _ context: StageContext, _ observer: any StageObserver,
+                               _ timings: inout [StageTiming]) async -> PipelineRun<S.Output>.End {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let outcome = await stage.run(input, context: context)
+        let elapsed = clock.now - started
+        observer.record(stage: stage.name, duration: elapsed)
+        timings.append(StageTiming(stage: stage.name, duration: elapsed))
+        switch outcome {
+        case let .proceed(value): return .completed(value)
+        case let .finish(conclusion, facts): return .stopped(conclusion, stage: stage.name, facts: facts ?? input)
+        }
+    }
+}
+
+/// One run of a pipeline: how it ended and how long each stage took.
+public struct PipelineRun<Output: ItemFacts>: Sendable {
+    public enum End: Sendable {
+        /// Every stage ran; the last stage's value.
+        case completed(Output)
+        /// `stage` ended the item; `facts` is what was known then.
+        case stopped(Conclusion, stage: String, facts: any ItemFacts)
+    }
+
+    public var end: End
+    public var timings: [StageTiming]
+    public var total: Duration
+    let verdictStage: String
+
+    /// The stage the verdict is credited to: the one that stopped the run, or the pipeline's deciding stage.
+    public var decidedBy: String {
+        switch end {
+        case .completed: verdictStage
+        case let .stopped(_, stage, _): stage
+        }
+    }
+
+    /// The reason the item is kept as it was, when the run ended that way.
+    public var keptBecause: String? {
+        if case let .stopped(.keep(reason), _, _) = end { return reason }
+        return nil
+    }
+
+    public func duration(of stage: String) -> Duration? { timings.first { $0.stage == stage }?.duration }
+
+    /// The item this run leaves: `base` with what the stages learned and the verdict. Nil when the run keeps the
+    /// item as it is.
+    public func item(from base: Item, scope: RecordScope) -> Item? {
+        var item = base
+        switch end {
+        case let .completed(output):
+            output.record(into: &item, scope: scope)
+        case let .stopped(.verdict(verdict), _, facts):
+            facts.record(into: &item, scope: scope)
+            item.status = verdict.status
+            item.reason = verdict.reason
+        case .stopped(.keep, _, _):
+            return nil
+        }
+        return item
+    }
+}

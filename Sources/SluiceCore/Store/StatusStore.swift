@@ -1,0 +1,279 @@
+import Foundation
+
+/// The status store: one row per item plus an append-only event history, reports, rate-limit windows,
+/// reprocess runs and published metrics. Every method is async: implementations do their I/O off the
+/// caller's cooperative threads (GRDB's queues for SQLite). `StoreContractTests` runs the same suite against
+/// every implementation, so backends cannot drift.
+public protocol StatusStore: Sendable {
+    // MARK: Items and history
+
+    func item(_ id: ItemID) async throws(StoreError) -> Item?
+    /// The items that exist among `ids` (any order).
+    func items(_ ids: [ItemID]) async throws(StoreError) -> [Item]
+    /// Newest first (by `updatedAt`), optionally one status and kind, at most `limit`.
+    func items(status: ItemStatus?, kind: ItemKind?, limit: Int?) async throws(StoreError) -> [Item]
+    /// Items matching the filter (by `createdAt` for since/until), ordered by id.
+    func items(matching filter: ItemFilter) async throws(StoreError) -> [Item]
+    func itemIDs(matching filter: ItemFilter) async throws(StoreError) -> [ItemID]
+    /// The item's events, oldest first.
+    func events(of id: ItemID) async throws(StoreError) -> [ItemEvent]
+    func countsByStatus() async throws(StoreError) -> [ItemStatus: Int]
+    func countsByKindAndStatus() async throws(StoreError) -> [ItemCount]
+    /// Content hash and status of each id that exists (idempotent ingest).
+    func contentHashes(_ ids: [ItemID]) async throws(StoreError) -> [ItemID: StoredHash]
+
+    // MARK: Verdicts
+
+    /// Processing of an upload started: creates the item as `pending`, or bumps its attempts (and resets a final
+    /// status to `pending` when the content changed or it was final); appends a `received` event.
+    func markReceived(_ id: ItemID, kind: ItemKind, userId: String, contentHash: String?, sourceBytes: Int?,
+                      at now: Date) async throws(StoreError) -> Item
+    /// Stores an item's verdict (insert or replace, keeping `createdAt` and the larger attempt count) with a
+    /// `verdict` event, in one transaction.
+    func recordVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError)
+    /// Many verdicts in one transaction (text queues): each insert or replace counts an attempt and appends a
+    /// `verdict` event. Returns how many were written.
+    @discardableResult
+    func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int
+    /// An event without changing the item (e.g. a pending file finished after a restart).
+    func appendEvent(_ event: ItemEvent) async throws(StoreError)
+    /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.
+    func recordDecision(_ item: Item, from previous: ItemStatus) async throws(StoreError)
+
+    // MARK: Reprocess runs
+
+    /// Starts a run, or resumes the unfinished one with the same key: the item snapshot is taken once, so a
+    /// resumed run processes exactly the items the first attempt did not finish.
+    func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) async throws(StoreError) -> ReprocessRunState
+    func pendingReprocessItems(runKey: String) async throws(StoreError) -> [ItemID]
+    func doneReprocessItems(runKey: String) async throws(StoreError) -> [ItemID]
+    /// What text reprocessing needs without decoding whole rows.
+    func textSnapshots(_ ids: [ItemID]) async throws(StoreError) -> [TextSnapshot]
+    /// Changed items with a `reprocess` event each, and every id of `done` marked done, in one transaction.
+    func commitReprocess(runKey: String, changes: [ReprocessChange], done: [ItemID]) async throws(StoreError)
+    /// Text counterpart: only the verdict columns change.
+    func commitTextReprocess(runKey: String, updates: [TextUpdate], done: [ItemID]) async throws(StoreError)
+    func finishReprocess(runKey: String) async throws(StoreError)
+
+    // MARK: Reports
+
+    func recordReport(_ report: Report) async throws(StoreError)
+    /// Newest first.
+    func reports() async throws(StoreError) -> [Report]
+
+    // MARK: Rate limits
+
+    /// Counts one request against `key` in the current fixed window, atomically; over the limit it is not
+    /// counted and `allowed` is false. Counters live in the store so several API processes agree.
+    func consumeRateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState
+    /// The current window of `key`, without counting.
+    func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState
+
+    // MARK: Metrics
+
+    /// Replaces `source`'s snapshot (Prometheus text) so another process can serve it.
+    func publishMetrics(source: String, body: String, at date: Date) async throws(StoreError)
+    func metricsSnapshots() async throws(StoreError) -> [MetricsSnapshot]
+}
+
+extension StatusStore {
+    public func items(status: ItemStatus? = nil, kind: ItemKind? = nil) async throws(StoreError) -> [Item] {
+        try await items(status: status, kind: kind, limit: nil)
+    }
+
+    @discardableResult
+    public func markReceived(_ id: ItemID, kind: ItemKind, userId: String, contentHash: String?,
+                             sourceBytes: Int?) async throws(StoreError) -> Item {
+        try await markReceived(id, kind: kind, userId: userId, contentHash: contentHash, sourceBytes: sourceBytes, at: Date())
+    }
+
+    public func recordVerdict(_ item: Item, stage: String? = nil) async throws(StoreError) {
+        try await recordVerdict(item, stage: stage, detail: nil)
+    }
+
+    public func publishMetrics(source: String, body: String) async throws(StoreError) {
+        try await publishMetrics(source: source, body: body, at: Date())
+    }
+}
+
+/// A store operation that failed, naming the operation.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var message: String
+
+    public init(operation: String, underlying: any Error) {
+        self.operation = operation
+        message = String(describing: underlying)
+    }
+
+    public init(operation: String, message: String) {
+        self.operation = operation
+        self.message = message
+    }
+
+    public var description: String { "store: cannot \(operation): \(message)" }
+}
+
+/// Filters for selecting items (reprocess, list).
+public struct ItemFilter: Sendable, Equatable {
+    public var kind: ItemKind?
+    public var statuses: [ItemStatus] = []
+    public var userId: String?
+    public var since: Date?
+    public var until: Date?
+
+    public init(kind: ItemKind? = nil, statuses: [ItemStatus] = [], userId: String? = nil, since: Date? = nil, until: Date? = nil) {
+        self.kind = kind
+        self.statuses = statuses
+        self.userId = userId
+        self.since = since
+        self.until = until
+    }
+}
+
+public struct ItemCount: Sendable, Equatable {
+    public var kind: ItemKind
+    public var status: ItemStatus
+    public var count: Int
+
+    public init(kind: ItemKind, status: ItemStatus, count: Int) {
+        self.kind = kind
+        self.status = status
+        self.count = count
+    }
+}
+
+public struct StoredHash: Sendable, Equatable {
+    public var hash: String?
+    public var status: ItemStatus
+
+    public init(hash: String?, status: ItemStatus) {
+        self.hash = hash
+        self.status = status
+    }
+}
+
+/// Progress of a resumable reprocess run.
+public struct ReprocessRunState: Sendable, Equatable {
+    public var runKey: String
+    public var resumed: Bool
+    public var total: Int
+    public var done: Int
+
+    public init(runKey: String, resumed: Bool, total: Int, done: Int) {
+        self.runKey = runKey
+        self.resumed = resumed
+        self.total = total
+        self.done = done
+    }
+}
+
+/// A text item as reprocessing reads it: kind, status, the message, whether a person decided it, and the
+/// stored verdicts as their canonical JSON text (compared against freshly encoded ones instead of decoding).
+public struct TextSnapshot: Sendable {
+    public var id: ItemID
+    public var kind: ItemKind
+    public var status: ItemStatus
+    public var reason: String?
+    public var text: String?
+    public var context: String?
+    public var verdictJSON: String?
+    public var priorityJSON: String?
+    public var humanDecided: Bool
+
+    public init(id: ItemID, kind: ItemKind, status: ItemStatus, reason: String?, text: String?, context: String?,
+                verdictJSON: String?, priorityJSON: String?, humanDecided: Bool) {
+        self.id = id
+        self.kind = kind
+        self.status = status
+        self.reason = reason
+        self.text = text
+        self.context = context
+        self.verdictJSON = verdictJSON
+        self.priorityJSON = priorityJSON
+        self.humanDecided = humanDecided
+    }
+}
+
+/// One reprocessed item whose verdict changed: the item as it now is, its previous status, the stages that
+/// changed it and why (the `reprocess` event).
+public struct ReprocessChange: Sendable {
+    public var item: Item
+    public var from: ItemStatus
+    public var stage: String
+    public var why: String
+
+    public init(item: Item, from: ItemStatus, stage: String, why: String) {
+        self.item = item
+        self.from = from
+        self.stage = stage
+        self.why = why
+    }
+}
+
+/// A text item's new verdict from reprocessing: only these columns change.
+public struct TextUpdate: Sendable {
+    public var id: ItemID
+    public var from: ItemStatus
+    public var status: ItemStatus
+    public var reason: String?
+    public var verdict: TextVerdict?
+    public var priority: PriorityVerdict?
+    public var stage: String
+    public var why: String
+
+    public init(id: ItemID, from: ItemStatus, status: ItemStatus, reason: String?, verdict: TextVerdict?, priority: PriorityVerdict?,
+                stage: String, why: String) {
+        self.id = id
+        self.from = from
+        self.status = status
+        self.reason = reason
+        self.verdict = verdict
+        self.priority = priority
+        self.stage = stage
+        self.why = why
+    }
+}
+
+/// A fixed-window counter as the API reports it.
+public struct RateLimitState: Sendable, Equatable, Encodable {
+    public var current: Int
+    public var limit: Int
+    public var remaining: Int
+    public var resetAt: Date
+    public var windowSeconds: Int
+    /// False when this request went over the limit (and was not counted).
+    public var allowed: Bool
+
+    public init(current: Int, limit: Int, resetAt: Date, windowSeconds: Int, allowed: Bool) {
+        self.current = current
+        self.limit = limit
+        remaining = max(0, limit - current)
+        self.resetAt = resetAt
+        self.windowSeconds = windowSeconds
+        self.allowed = allowed
+    }
+
+    enum CodingKeys: String, CodingKey { case current, limit, remaining, resetAt, windowSeconds }
+}
+
+/// A process's metrics in Prometheus text format, as it last published them: the daemon and the API are
+/// separate processes, and the API's `/metrics` serves both.
+public struct MetricsSnapshot: Sendable, Equatable {
+    public var source: String
+    public var body: String
+    public var updatedAt: Date
+
+    public init(source: String, body: String, updatedAt: Date) {
+        self.source = source
+        self.body = body
+        self.updatedAt = updatedAt
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements: how stores bound the parameters of one statement.
+    public func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

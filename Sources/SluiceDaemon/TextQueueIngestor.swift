@@ -1,0 +1,108 @@
+import Foundation
+import Logging
+import SluiceCore
+import SluicePipeline
+
+/// Ingests `queues/text/*.jsonl`: one JSON object a line, `{"id", "userId", "text", "context"?, "kind"?}`.
+/// Every line runs through the text pipeline and becomes an item (approved or blocked with the verdict, or
+/// rejected naming file and line); a finished file moves to `queues/text/done/`. Replaying a file after a crash
+/// is a no-op for lines already recorded (same id and same text), so no line is lost or counted twice.
+public struct TextQueueIngestor: Sendable {
+    static let batchSize = 500
+
+    let root: DataRoot
+    let store: any StatusStore
+    let pipeline: TextPipeline
+    let logger: Logger
+
+    public init(root: DataRoot, store: any StatusStore, pipeline: TextPipeline, logger: Logger) {
+        self.root = root
+        self.store = store
+        self.pipeline = pipeline
+        self.logger = logger
+    }
+
+    public var queue: URL { root.url.appendingPathComponent("queues/text", isDirectory: true) }
+    public var done: URL { queue.appendingPathComponent("done", isDirectory: true) }
+
+    /// Queue files ready to ingest (writers use a dotfile or `.part`/`.tmp` and rename).
+    public func pendingFiles() -> [URL] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: queue.path)) ?? []
+        return names.filter { $0.hasSuffix(".jsonl") && !PendingUpload.isInProgress($0) }.sorted()
+            .map { queue.appendingPathComponent($0) }
+            .filter { FileType(at: $0) == .regular }
+    }
+
+    public struct FileSummary: Sendable, Equatable {
+        public var lines = 0
+        public var recorded = 0
+        public var unchanged = 0
+        public var rejected = 0
+    }
+
+    /// Processes every ready file; returns per-file summaries.
+    @discardableResult
+    public func processAll() async -> [String: FileSummary] {
+        var summaries: [String: FileSummary] = [:]
+        for file in pendingFiles() {
+            do {
+                summaries[file.lastPathComponent] = try await process(file)
+            } catch {
+                logger.error("text queue file not finished, will retry", metadata: ["file": "\(file.lastPathComponent)", "error": "\(error)"])
+            }
+        }
+        return summaries
+    }
+
+    /// One file: judge each line, record in batches, then move the file to done/.
+    public func process(_ file: URL) async throws -> FileSummary {
+        let data = try Data(contentsOf: file, options: .mappedIfSafe)
+        let name = file.lastPathComponent
+        var summary = FileSummary()
+        var batch: [Item] = []
+
+        func flush() async throws {
+            guard !batch.isEmpty else { return }
+            let existing = try await store.contentHashes(batch.map(\.id))
+            var seen = Set<ItemID>()
+            var fresh: [Item] = []
+            // Within a batch the last line for an id wins, like sequential processing would.
+            for item in batch.reversed() where seen.insert(item.id).inserted {
+                if let old = existing[item.id], old.hash == (item.contentHash ?? "") {
+                    summary.unchanged += 1
+                } else {
+                    fresh.append(item)
+                }
+            }
+            try await store.recordVerdicts(fresh.reversed(), stage: "text")
+            summary.recorded += fresh.count
+            batch.removeAll(keepingCapacity: true)
+        }
+
+        var lineNumber = 0
+        var lineStart = data.startIndex
+        while lineStart < data.endIndex {
+            let lineEnd = data[lineStart...].firstIndex(of: 0x0A) ?? data.endIndex
+            var line = data[lineStart..<lineEnd]
+            lineStart = lineEnd < data.endIndex ? data.index(after: lineEnd) : data.endIndex
+            lineNumber += 1
+            if line.last == 0x0D { line = line.dropLast() }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            summary.lines += 1
+            let now = Date()
+            let fallback = ItemID("\(name):\(lineNumber)")
+            let run = await pipeline.intake.run(QueueLine(bytes: Data(line), source: "queues/text/\(name):\(lineNumber)", fallbackID: fallback),
+                                                context: .intake)
+            let base = Item(id: fallback, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
+            guard let item = run.item(from: base, scope: .upload) else { continue }
+            if item.status == .rejected { summary.rejected += 1 }
+            batch.append(item)
+            if batch.count >= Self.batchSize { try await flush() }
+        }
+        try await flush()
+        try FileOps.move(file, to: done.appendingPathComponent(name))
+        logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
+                                                        "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)"])
+        return summary
+    }
+}

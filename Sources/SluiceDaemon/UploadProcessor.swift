@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import SluiceCore
+import SluicePipeline
+
+/// Takes one pending upload to a verdict: read it, run the image pipeline (which writes approved outputs), put
+/// the files where `OutputLayout` says, commit the row, then finish the pending file. Every step is safe to
+/// repeat after a crash: a pending file whose committed verdict has the same content hash is finished instead
+/// of judged twice.
+public struct UploadProcessor: Sendable {
+    let store: any StatusStore
+    let pipeline: ImagePipeline
+    let maxBytes: Int
+    let logger: Logger
+
+    public init(store: any StatusStore, pipeline: ImagePipeline, maxBytes: Int, logger: Logger) {
+        self.store = store
+        self.pipeline = pipeline
+        self.maxBytes = maxBytes
+        self.logger = logger
+    }
+
+    /// Processes one upload; returns the status it ended with, or nil when it vanished or must be retried later.
+    @discardableResult
+    public func handle(_ upload: PendingUpload) async -> ItemStatus? {
+        do {
+            return try await process(upload)
+        } catch {
+            logger.error("upload not finished, will retry on the next scan", metadata: ["item": "\(upload.itemID)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func process(_ upload: PendingUpload) async throws -> ItemStatus? {
+        guard let image = upload.image else {
+            guard case let .invalid(reason) = upload.identity else { return nil }
+            return try await reject(upload, reason: reason, hash: nil, bytes: nil)
+        }
+        let bytes: Data
+        do {
+            bytes = try FileOps.readRegularFile(upload.url, limit: maxBytes)
+        } catch let .notRegular(what) {
+            return try await reject(upload, reason: "upload \(what)", hash: nil, bytes: nil)
+        } catch let .tooLarge(size) {
+            return try await reject(upload, reason: "file is \(size) bytes, over the \(maxBytes) byte limit (limits.maxBytes)", hash: nil, bytes: size)
+        } catch let .io(error) {
+            if FileType(at: upload.url) == .missing { return nil }
+            throw error
+        }
+        let hash = ContentHash.sha256(bytes)
+        let existing = try await store.item(image.itemID)
+
+        // Already judged before a crash? Finish what was left instead of judging twice.
+        if let existing, existing.status.isFinal, existing.contentHash == hash, try await finishInterrupted(existing, upload: upload) {
+            return existing.status
+        }
+
+        let received = try await store.markReceived(image.itemID, kind: .image, userId: image.userId, contentHash: hash, sourceBytes: bytes.count)
+        let run = await pipeline.run(ImageUpload(image: image, bytes: bytes, contentHash: hash), context: StageContext(mode: .intake, current: existing))
+        // A fresh record: nothing of an earlier verdict carries over but the history, and a person's decision
+        // when the bytes are the ones they decided on.
+        let base = Item(id: image.itemID, kind: .image, userId: image.userId, status: .pending, attempts: received.attempts,
+                        createdAt: received.createdAt, updatedAt: Date(),
+                        decision: existing?.contentHash == hash ? existing?.decision : nil)
+        guard var item = run.item(from: base, scope: .upload) else { return nil }
+        item.timings = ImagePipeline.timings(of: run)
+        let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:))))
+        try move.prepare()
+        try await store.recordVerdict(move.item, stage: run.decidedBy)
+        try move.finish()
+        logger.info("verdict", metadata: ["item": "\(image.itemID)", "status": "\(item.status.rawValue)", "reason": "\(item.reason ?? "")"])
+        return item.status
+    }
+
+    /// Records a rejection and moves the entry to rejected/ without ever opening it as an image.
+    private func reject(_ upload: PendingUpload, reason: String, hash: String?, bytes: Int?) async throws -> ItemStatus {
+        let id = upload.itemID
+        let now = Date()
+        let previous = try await store.item(id)
+        let item = Item(id: id, kind: .image, userId: upload.userId, status: .rejected, reason: reason, sourceBytes: bytes,
+                        contentHash: hash, attempts: (previous?.attempts ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now)
+        let move = pipeline.layout.move(from: previous, to: item, source: .pending(upload, format: nil))
+        try await store.recordVerdict(move.item, stage: "ingest")
+        try move.finish()
+        logger.info("verdict", metadata: ["item": "\(id)", "status": "rejected", "reason": "\(reason)"])
+        return .rejected
+    }
+
+    /// After a crash between commit and finish: completes the file step. False when outputs are missing and the
+    /// upload must be judged again.
+    private func finishInterrupted(_ existing: Item, upload: PendingUpload) async throws -> Bool {
+        let layout = pipeline.layout
+        if existing.status == .approved {
+            let paths = [existing.outputs.approved, existing.outputs.thumbnail].compactMap { $0 }
+            guard paths.count == 2, paths.allSatisfy({ FileManager.default.fileExists(atPath: layout.absolute($0).path) }) else {
+                return false
+            }
+        }
+        let format = existing.format.flatMap(ImageFormat.init(rawValue:))
+        try layout.move(from: existing, to: existing, source: .pending(upload, format: format)).finish()
+        try await store.appendEvent(ItemEvent(itemId: existing.id, type: "finalized", toStatus: existing.status,
+                                              detail: "pending file finished after an interrupted run"))
+        logger.info("finished interrupted item", metadata: ["item": "\(existing.id)", "status": "\(existing.status.rawValue)"])
+        return true
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+import SluiceCore
+
+/// 4. SafeSearch through the vision provider. Fails closed: on intake any provider failure sends the item to
+/// review; re-judging keeps the item as it was. When classification is not re-run (`reprocess --stages caption`,
+/// a human decision) the stored classification is passed on.
+struct ClassifyStage: Stage {
+    let name = "classify"
+    let provider: any VisionProvider
+
+    func run(_ decoded: Decoded, context: StageContext) async -> StageOutcome<Classified> {
+        if case .decision = context.mode {
+            return .proceed(Classified(decoded: decoded, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
+        }
+        guard context.runs(name) else {
+            return .proceed(Classified(decoded: decoded, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
+        }
+        do throws(ProviderError) {
+            return .proceed(Classified(decoded: decoded, safeSearch: try await provider.classify(decoded.image.classifyJPEG),
+                                       provider: provider.name, fresh: true))
+        } catch {
+            let kept = context.current.map { "re-classification failed, kept as \($0.status.rawValue): \(error.description)" } ?? error.description
+            return .finish(context.cannotContinue(.review(reason: "not classified, held for review: \(error.description)"), keep: kept))
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import SluiceCore
+
+/// The image stages in order, assembled once from config: sniff → limits → decode → classify → policy → write →
+/// caption. The daemon, `sluice reprocess`, human decisions and the caption API all run this value; what differs
+/// is the `StageContext` (why the item is judged, which stages run for real, fail closed or keep).
+public struct ImagePipeline: Sendable {
+    /// Every stage: an upload to an approved, written, captioned image, or a verdict on the way.
+    public let judging: Pipeline<ImageUpload, Captioned<Written>>
+    /// The same sniff, limits and decode stages, then the same caption stage: the caption API (no verdict).
+    public let captioning: Pipeline<ImageUpload, Captioned<Decoded>>
+    public let processor: any ImageProcessor
+    public let layout: OutputLayout
+    /// The vision provider's name, as verdicts record it.
+    public let providerName: String
+
+    public init(config: PipelineConfig, processor: any ImageProcessor, vision: any VisionProvider,
+                captions: Result<any CaptionProvider, CaptionUnavailable>, pool: CPUPool,
+                observer: any StageObserver = StageMetrics()) {
+        self.processor = processor
+        layout = OutputLayout(dataRoot: config.dataRoot)
+        providerName = vision.name
+        let decoding = Pipeline(SniffStage(processor: processor), observer: observer)
+            .then(LimitsStage(processor: processor, maxPixels: config.limits.maxPixels, pool: pool))
+            .then(DecodeStage(processor: processor, options: ImageOptions(config: config), pool: pool))
+        judging = decoding
+            .then(ClassifyStage(provider: vision))
+            .then(PolicyStage(policy: config.policy))
+            .then(WriteStage(layout: layout))
+            .then(CaptionStage<Written>(provider: captions))
+            .verdict(by: "policy")
+        captioning = decoding.then(CaptionStage<Decoded>(provider: captions))
+    }
+
+    public func run(_ upload: ImageUpload, context: StageContext) async -> PipelineRun<Captioned<Written>> {
+        await judging.run(upload, context: context)
+    }
+
+    /// Stage times as an item keeps them.
+    public static func timings<Output>(of run: PipelineRun<Output>) -> StageTimings {
+        StageTimings(decodeMs: run.duration(of: "decode")?.milliseconds, classifyMs: run.duration(of: "classify")?.milliseconds,
+                     writeMs: run.duration(of: "write")?.milliseconds, totalMs: run.total.milliseconds)
+    }
+}

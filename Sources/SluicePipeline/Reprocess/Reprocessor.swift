@@ -1,0 +1,199 @@
+import Foundation
+import Logging
+import SluiceCore
+import Synchronization
+
+/// Re-judges stored items with the current config through the same pipelines the daemon runs: the chosen
+/// stages on matching items, from what is stored (approved JPEG, quarantined or review original, the text).
+/// Every change is a `reprocess` event; files follow verdicts (copy, commit, then delete, so a crash leaves at
+/// most an extra copy). Resumable: the item snapshot and progress live in the store, keyed by the arguments.
+/// Fails closed like the daemon: an item whose re-classification fails stays as it was. Items a person decided
+/// are kept (counted as `kept (human decision)`) unless `includeHumanDecisions`, and then a disagreeing machine
+/// verdict sends them to review.
+public struct Reprocessor: Sendable {
+    public static let allStages = ["classify", "caption", "text", "priority"]
+
+    public struct Options: Sendable, Equatable {
+        public var filter: ItemFilter
+        public var stages: [String]
+        public var dryRun: Bool
+        public var concurrency: Int
+        public var includeHumanDecisions: Bool
+
+        public init(filter: ItemFilter, stages: [String] = Reprocessor.allStages, dryRun: Bool = false, concurrency: Int = 8,
+                    includeHumanDecisions: Bool = false) {
+            self.filter = filter
+            self.stages = stages
+            self.dryRun = dryRun
+            self.concurrency = concurrency
+            self.includeHumanDecisions = includeHumanDecisions
+        }
+
+        /// Same arguments, same key: how an interrupted run is found again.
+        var runKey: String {
+            let f = filter
+            var parts = [f.kind?.rawValue ?? "*", f.statuses.map(\.rawValue).sorted().joined(separator: ","), f.userId ?? "*",
+                         f.since.map { "\($0.timeIntervalSince1970)" } ?? "*", f.until.map { "\($0.timeIntervalSince1970)" } ?? "*",
+                         stages.sorted().joined(separator: ",")]
+            if includeHumanDecisions { parts.append("human") }
+            return ContentHash.sha256Prefix(Data(parts.joined(separator: "|").utf8), bytes: 12)
+        }
+
+        var context: StageContext {
+            StageContext(mode: .reprocess, stages: Set(stages), dryRun: dryRun)
+        }
+    }
+
+    /// How one stage came out for one item.
+    public enum Outcome: Sendable { case changed, unchanged, failed }
+
+    public struct StageCounts: Sendable, Codable, Equatable {
+        public var changed = 0
+        public var unchanged = 0
+        public var failed = 0
+
+        mutating func add(_ outcome: Outcome) {
+            switch outcome {
+            case .changed: changed += 1
+            case .unchanged: unchanged += 1
+            case .failed: failed += 1
+            }
+        }
+    }
+
+    public struct Change: Sendable, Codable, Equatable {
+        public var id: ItemID
+        public var from: ItemStatus
+        public var to: ItemStatus
+        public var stage: String
+        public var why: String
+    }
+
+    public struct Summary: Sendable, Codable, Equatable {
+        public var runKey = ""
+        public var resumed = false
+        public var dryRun = false
+        public var total = 0
+        public var alreadyDone = 0
+        public var processed = 0
+        public var stages: [String: StageCounts] = [:]
+        /// "approved → blocked": count.
+        public var moves: [String: Int] = [:]
+        public var failures: [String] = []
+        /// Items a person decided, left as they are (without `includeHumanDecisions`).
+        public var keptByHumanDecision = 0
+        /// Status changes (all of them in a dry run; at most 1000 otherwise).
+        public var changes: [Change] = []
+        public var seconds = 0.0
+        public var itemsPerSecond = 0.0
+    }
+
+    let store: any StatusStore
+    let images: ImagePipeline
+    let texts: TextPipeline
+    let maxBytes: Int
+    let logger: Logger
+
+    public init(store: any StatusStore, images: ImagePipeline, texts: TextPipeline, maxBytes: Int, logger: Logger) {
+        self.store = store
+        self.images = images
+        self.texts = texts
+        self.maxBytes = maxBytes
+        self.logger = logger
+    }
+
+    /// Runs (or resumes) a reprocess; `progress(done, total)` is called as items finish.
+    public func run(_ options: Options, progress: @escaping @Sendable (Int, Int) -> Void) async throws -> Summary {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var summary = Summary()
+        summary.dryRun = options.dryRun
+        summary.runKey = options.runKey
+        let ids: [ItemID]
+        if options.dryRun {
+            ids = try await store.itemIDs(matching: options.filter)
+            summary.total = ids.count
+        } else {
+            let state = try await store.beginReprocess(runKey: options.runKey, arguments: "\(options)", filter: options.filter)
+            summary.resumed = state.resumed
+            summary.total = state.total
+            summary.alreadyDone = state.done
+            if state.resumed { try await finishInterruptedFileSteps(runKey: options.runKey) }
+            ids = try await store.pendingReprocessItems(runKey: options.runKey)
+        }
+        let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
+        // Texts are pipelined: a batch's commit (SQLite, mostly I/O) runs while the next batch is read and judged.
+        // Batches still commit in order, one at a time, and images wait for the text commit before them.
+        var committing: Task<Void, any Error>?
+        for chunk in ids.chunked(500) {
+            let snapshots = try await store.textSnapshots(Array(chunk))
+            let texts = snapshots.filter { $0.kind == .text }
+            let updates = try await reprocessTexts(texts, options: options, summary: &summary)
+            try await committing?.value
+            committing = nil
+            if !texts.isEmpty {
+                if options.dryRun {
+                    tracker.advance(by: texts.count)
+                } else {
+                    let store = store
+                    let runKey = options.runKey
+                    committing = Task {
+                        try await store.commitTextReprocess(runKey: runKey, updates: updates, done: texts.map(\.id))
+                        tracker.advance(by: texts.count)
+                    }
+                }
+            }
+            let pictureIDs = snapshots.filter { $0.kind == .image }.map(\.id)
+            if pictureIDs.isEmpty { continue }
+            try await committing?.value
+            committing = nil
+            let pictures = try await store.items(pictureIDs).sorted { $0.id < $1.id }
+            try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
+        }
+        try await committing?.value
+        if !options.dryRun { try await store.finishReprocess(runKey: options.runKey) }
+        summary.processed = ids.count
+        summary.seconds = (clock.now - started).milliseconds / 1000
+        summary.itemsPerSecond = summary.seconds > 0 ? Double(ids.count) / summary.seconds : 0
+        return summary
+    }
+
+    /// A run killed between a commit and its deletions leaves files the committed rows no longer point at;
+    /// an image that is no longer approved must not keep a served output.
+    private func finishInterruptedFileSteps(runKey: String) async throws {
+        for item in try await store.items(try await store.doneReprocessItems(runKey: runKey)) {
+            for file in images.layout.strays(of: item) { try? FileOps.remove(file) }
+        }
+    }
+
+    /// Counts a status move and lists it (all of them in a dry run, at most 1000 otherwise).
+    func note(id: ItemID, from: ItemStatus, to: ItemStatus, stage: String, why: String, options: Options, summary: inout Summary) {
+        guard to != from else { return }
+        summary.moves["\(from.rawValue) → \(to.rawValue)", default: 0] += 1
+        if options.dryRun || summary.changes.count < 1000 {
+            summary.changes.append(Change(id: id, from: from, to: to, stage: stage, why: why))
+        }
+    }
+}
+
+/// Counts finished items across tasks and reports them.
+final class ProgressTracker: Sendable {
+    private let state: Mutex<Int>
+    private let total: Int
+    private let report: @Sendable (Int, Int) -> Void
+
+    init(total: Int, done: Int, report: @escaping @Sendable (Int, Int) -> Void) {
+        state = Mutex(done)
+        self.total = total
+        self.report = report
+    }
+
+    func advance(by count: Int) {
+        guard count > 0 else { return }
+        let done = state.withLock { value -> Int in
+            value += count
+            return value
+        }
+        report(done, total)
+    }
+}

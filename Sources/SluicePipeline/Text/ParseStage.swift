@@ -1,0 +1,57 @@
+import Foundation
+import SluiceCore
+
+/// 1. A queue line as one JSON object `{"id", "userId", "text", "context"?, "kind"?}`; anything else is rejected
+/// with a reason naming the file and line (the rest of the file goes on).
+struct ParseStage: Stage {
+    static let kinds: Set<String> = ["message", "post", "comment"]
+    static let fields: Set<String> = ["id", "userId", "text", "context", "kind"]
+    let name = "parse"
+
+    func run(_ line: QueueLine, context: StageContext) async -> StageOutcome<ParsedMessage> {
+        func rejected(_ id: ItemID, userId: String = "", _ reason: String) -> StageOutcome<ParsedMessage> {
+            .finish(.verdict(.rejected(reason: "\(line.source): \(reason)")),
+                    facts: RejectedLine(id: id, userId: userId, content: nil, contentHash: ContentHash.sha256(line.bytes)))
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: line.bytes)) as? [String: Any] else {
+            return rejected(line.fallbackID, String(validating: line.bytes, as: UTF8.self) != nil ? "not a JSON object" : "not valid UTF-8")
+        }
+        guard let rawID = object["id"] else { return rejected(line.fallbackID, "missing field \"id\"") }
+        guard let raw = rawID as? String, Identifiers.isValidTextID(raw) else {
+            return rejected(line.fallbackID, "bad id \(Self.describe(rawID)): must match [A-Za-z0-9_.:-]{1,128}")
+        }
+        let id = ItemID(raw)
+        guard let rawUser = object["userId"] else { return rejected(id, "missing field \"userId\"") }
+        guard let userId = rawUser as? String, Identifiers.isValidSegment(userId) else {
+            return rejected(id, "bad userId \(Self.describe(rawUser)): must match [A-Za-z0-9_-]{1,128}")
+        }
+        guard let rawText = object["text"] else { return rejected(id, userId: userId, "missing field \"text\"") }
+        guard let text = rawText as? String else { return rejected(id, userId: userId, "field \"text\" must be a string") }
+        var textContext: String?
+        if let rawContext = object["context"], !(rawContext is NSNull) {
+            guard let value = rawContext as? String else { return rejected(id, userId: userId, "field \"context\" must be a string") }
+            textContext = value
+        }
+        var kind: String?
+        if let rawKind = object["kind"], !(rawKind is NSNull) {
+            guard let value = rawKind as? String, Self.kinds.contains(value) else {
+                return rejected(id, userId: userId, "field \"kind\" must be one of message, post, comment")
+            }
+            kind = value
+        }
+        if let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
+            return rejected(id, userId: userId, "unknown field \"\(extra)\"")
+        }
+        return .proceed(ParsedMessage(id: id, userId: userId, content: TextContent(text: text, context: textContext, kind: kind, source: line.source)))
+    }
+
+    private static func describe(_ value: Any) -> String {
+        if let string = value as? String {
+            let shown = String(string.unicodeScalars.prefix(40).map { $0.value < 0x20 ? "?" : Character($0) })
+            return "\"\(shown)\(string.unicodeScalars.count > 40 ? "…" : "")\""
+        }
+        if value is NSNull { return "null" }
+        if value is NSNumber { return "(a number)" }
+        return "(not a string)"
+    }
+}

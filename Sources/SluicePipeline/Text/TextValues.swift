@@ -1,0 +1,90 @@
+import Foundation
+import SluiceCore
+
+// The values handed from one text stage to the next: Line → Parsed → Filtered → Prioritised.
+
+/// One line of a text queue file, as read.
+public struct QueueLine: ItemFacts {
+    public var bytes: Data
+    /// `queues/text/{file}:{line}`.
+    public var source: String
+    /// The id a line gets when it has none of its own: `{file}:{line}`.
+    public var fallbackID: ItemID
+
+    public init(bytes: Data, source: String, fallbackID: ItemID) {
+        self.bytes = bytes
+        self.source = source
+        self.fallbackID = fallbackID
+    }
+
+    public func record(into item: inout Item, scope: RecordScope) {
+        guard scope == .upload else { return }
+        item.id = fallbackID
+        item.contentHash = ContentHash.sha256(bytes)
+    }
+}
+
+/// A message with a valid id and user: `{id, userId, text, context?, kind?}`.
+public struct ParsedMessage: ItemFacts {
+    public var id: ItemID
+    public var userId: String
+    public var content: TextContent
+    /// SHA-256 of the text: the same id with the same text is a no-op.
+    public var contentHash: String
+
+    public init(id: ItemID, userId: String, content: TextContent) {
+        self.id = id
+        self.userId = userId
+        self.content = content
+        contentHash = ContentHash.sha256(Data(content.text.utf8))
+    }
+
+    public func record(into item: inout Item, scope: RecordScope) {
+        guard scope == .upload else { return }
+        item.id = id
+        item.userId = userId
+        item.content = content
+        item.contentHash = contentHash
+    }
+}
+
+/// What is known about a line that cannot be judged: as much of its id, user and text as could be read.
+struct RejectedLine: ItemFacts {
+    var id: ItemID
+    var userId: String
+    var content: TextContent?
+    var contentHash: String
+
+    func record(into item: inout Item, scope: RecordScope) {
+        guard scope == .upload else { return }
+        item.id = id
+        item.userId = userId
+        item.content = content
+        item.contentHash = contentHash
+    }
+}
+
+/// The filter's verdict (nil: the text filter was not re-run and the stored verdict stays).
+public struct Filtered: ItemFacts {
+    public var message: ParsedMessage
+    public var verdict: TextVerdict?
+
+    public func record(into item: inout Item, scope: RecordScope) {
+        message.record(into: &item, scope: scope)
+        guard let verdict else { return }
+        item.textVerdict = verdict
+        item.status = verdict.allowed ? .approved : .blocked
+        item.reason = verdict.allowed ? nil : verdict.reason
+    }
+}
+
+/// How urgent the message is (nil: priority was not re-run).
+public struct Prioritised: ItemFacts {
+    public var filtered: Filtered
+    public var priority: PriorityVerdict?
+
+    public func record(into item: inout Item, scope: RecordScope) {
+        filtered.record(into: &item, scope: scope)
+        if let priority { item.priority = priority }
+    }
+}

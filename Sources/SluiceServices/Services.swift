@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import Prometheus
+import SluiceAPI
+import SluiceCore
+import SluiceDaemon
+import SluiceImaging
+import SluicePipeline
+import SluiceProviders
+import SluiceStore
+import SluiceText
+
+/// The composition root: the one place where concrete types are chosen. `live(config:)` opens the store and
+/// builds the pipelines once; the daemon, reprocessing, human decisions, ingest and the API are made from them.
+/// Tests call it with an in-memory config (and, where they need one, a provider of their own).
+public struct Services: Sendable {
+    public let pipelines: Pipelines
+    public let store: any StatusStore
+
+    public var config: PipelineConfig { pipelines.config }
+    public var images: ImagePipeline { pipelines.images }
+    public var texts: TextPipeline { pipelines.texts }
+
+    /// `readOnlyStore` opens an existing store without ever writing (dry runs).
+    public static func live(config: PipelineConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
+                            logger: Logger = Logger(label: "sluice"), vision: (any VisionProvider)? = nil,
+                            readOnlyStore: Bool = false) throws -> Services {
+        let pipelines = try Pipelines.live(config: config, environment: environment, logger: logger, vision: vision)
+        return Services(pipelines: pipelines, store: try store(config: config, readOnly: readOnlyStore))
+    }
+
+    /// The configured store alone (commands that only read or record: `status`, `list`, `reports`).
+    public static func store(config: PipelineConfig, readOnly: Bool = false) throws(StoreError) -> any StatusStore {
+        try SQLiteStore(path: config.store.path, readOnly: readOnly)
+    }
+
+    /// The daemon over `pending/` and `queues/text/`.
+    public func daemon(mode: DropFolderService.Mode) -> Daemon {
+        let logger = pipelines.logger
+        let uploads = UploadProcessor(store: store, pipeline: images, maxBytes: config.limits.maxBytes, logger: logger)
+        let texts = TextQueueIngestor(root: DataRoot(config.dataRoot), store: store, pipeline: texts, logger: logger)
+        let service = DropFolderService(config: config, processor: uploads, textQueue: texts, mode: mode, logger: logger)
+        return Daemon(service: service, store: store, pool: pipelines.pool, vision: pipelines.vision, logger: logger)
+    }
+
+    public func reprocessor() -> Reprocessor {
+        Reprocessor(store: store, images: images, texts: texts, maxBytes: config.limits.maxBytes, logger: pipelines.logger)
+    }
+
+    public var decisions: HumanDecisions {
+        HumanDecisions(store: store, images: images, maxBytes: config.limits.maxBytes)
+    }
+
+    public func ingestor() -> BacklogIngestor {
+        BacklogIngestor(config: config, store: store, processor: pipelines.processor)
+    }
+
+    /// What `sluice serve` needs; `metrics` is the registry `/metrics` serves for this process.
+    public func api(metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) -> APIServices {
+        APIServices(config: config, store: store, images: images, texts: texts, decisions: decisions,
+                    providers: pipelines.providers, metrics: metrics)
+    }
+}
+
+/// Everything that judges, without a store: the image processor, the CPU pool, the providers and both
+/// pipelines. Commands that judge one thing (`sluice caption`, `check-text`, `priority`) use it directly.
+public struct Pipelines: Sendable {
+    public let config: PipelineConfig
+    public let processor: any ImageProcessor
+    public let pool: CPUPool
+    public let vision: any VisionProvider
+    public let captions: Result<any CaptionProvider, CaptionUnavailable>
+    /// Every provider this config calls, in its role, for health checks.
+    public let providers: [ProviderInRole]
+    public let images: ImagePipeline
+    public let texts: TextPipeline
+    public let logger: Logger
+
+    public static func live(config: PipelineConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
+                            logger: Logger = Logger(label: "sluice"), vision: (any VisionProvider)? = nil) throws -> Pipelines {
+        let processor: VipsImageProcessor
+        do {
+            processor = try VipsImageProcessor(maxPixels: config.limits.maxPixels, failOn: config.limits.failOn,
+                                               maxMetadataBytes: config.limits.maxMetadataBytes)
+        } catch {
+            throw ServicesError("cannot start libvips: \(error.message)")
+        }
+        let vision = vision ?? visionProvider(config.vision, environment: environment, logger: logger)
+        let captions = CaptionProviders.make(config.caption, environment: environment, logger: logger)
+        var providers = [ProviderInRole(role: "vision", provider: vision)]
+        if case let .success(captioner) = captions { providers.append(ProviderInRole(role: "caption", provider: captioner)) }
+        let rules = try rulesEngine(config)
+        let priority: any PriorityEngine
+        switch config.priority.engine {
+        case .rules:
+            priority = rules
+        case .llm:
+            let llm = LLMPriorityEngine(config: config.priority, environment: environment, fallback: rules, logger: logger)
+            providers.append(ProviderInRole(role: "priority", provider: llm))
+            priority = llm
+        }
+        let pool = CPUPool(threads: config.concurrency.effectiveCPU)
+        let observer = StageMetrics()
+        return Pipelines(config: config, processor: processor, pool: pool, vision: vision, captions: captions, providers: providers,
+                         images: ImagePipeline(config: config, processor: processor, vision: vision, captions: captions, pool: pool,
+                                               observer: observer),
+                         texts: TextPipeline(filter: try filter(config), priority: priority, observer: observer), logger: logger)
+    }
+
+    /// The configured vision adapter.
+    static func visionProvider(_ config: VisionConfig, environment: [String: String], logger: Logger) -> any VisionProvider {
+        switch config.provider {
+        case .googleVision: GoogleVisionProvider(config: config, environment: environment, logger: logger)
+        case .openAIModeration: OpenAIModerationProvider(config: config, environment: environment, logger: logger)
+        }
+    }
+
+    /// The profanity filter with the configured languages, operator lists and actions.
+    public static func filter(_ config: PipelineConfig) throws -> ProfanityFilter {
+        do {
+            return try ProfanityFilter.load(config.text)
+        } catch {
+            throw ServicesError("cannot load wordlists: \(error)")
+        }
+    }
+
+    static func rulesEngine(_ config: PipelineConfig) throws -> RulesPriorityEngine {
+        do {
+            return RulesPriorityEngine(scorer: try PriorityScorer.load(directory: config.text.wordlistsDirectory, language: config.priority.language))
+        } catch {
+            throw ServicesError("cannot load priority indicators: \(error)")
+        }
+    }
+}
+
+/// The services could not be assembled from the config.
+public struct ServicesError: Error, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

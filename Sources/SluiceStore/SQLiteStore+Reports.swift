@@ -1,0 +1,53 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+extension SQLiteStore {
+    // MARK: Reports
+
+    public func recordReport(_ report: Report) async throws(StoreError) {
+        try await write("record report \(report.reportId)") { db in
+            try db.execute(sql: "INSERT INTO report (reportId, messageId, category, description, reporterUserId, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [report.reportId, report.messageId, report.category, report.description, report.reporterUserId, report.createdAt])
+        }
+    }
+
+    public func reports() async throws(StoreError) -> [Report] {
+        try await read("list reports") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM report ORDER BY createdAt DESC, reportId").map { row in
+                Report(reportId: row["reportId"], messageId: row["messageId"], category: row["category"], description: row["description"],
+                       reporterUserId: row["reporterUserId"], createdAt: row["createdAt"])
+            }
+        }
+    }
+
+    // MARK: Rate limits
+
+    public func consumeRateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
+        try await write("count rate limit \(key)") { db in
+            let window = Int(now.timeIntervalSince1970) / windowSeconds * windowSeconds
+            let current = try Int.fetchOne(db, sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?", arguments: [key, window]) ?? 0
+            let allowed = current < limit
+            if allowed {
+                try db.execute(sql: """
+                    INSERT INTO rateLimit (key, windowStart, count) VALUES (?, ?, 1)
+                    ON CONFLICT(key, windowStart) DO UPDATE SET count = count + 1
+                    """, arguments: [key, window])
+                try db.execute(sql: "DELETE FROM rateLimit WHERE key = ? AND windowStart < ?", arguments: [key, window])
+            }
+            return RateLimitState(current: allowed ? current + 1 : current, limit: limit,
+                                  resetAt: Date(timeIntervalSince1970: Double(window + windowSeconds)), windowSeconds: windowSeconds,
+                                  allowed: allowed)
+        }
+    }
+
+    public func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
+        try await read("read rate limit \(key)") { db in
+            let window = Int(now.timeIntervalSince1970) / windowSeconds * windowSeconds
+            let current = try Int.fetchOne(db, sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?", arguments: [key, window]) ?? 0
+            return RateLimitState(current: current, limit: limit,
+                                  resetAt: Date(timeIntervalSince1970: Double(window + windowSeconds)), windowSeconds: windowSeconds,
+                                  allowed: current < limit)
+        }
+    }
+}

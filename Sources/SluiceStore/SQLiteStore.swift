@@ -1,0 +1,214 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import GRDB
+import GRDBSQLite
+import SluiceCore
+
+/// The status store in SQLite (WAL) through GRDB: the zero-setup backend for one machine. Many processes may
+/// read while one daemon writes. GRDB stays inside this module; callers see `StatusStore`.
+public struct SQLiteStore: StatusStore {
+    private let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the store file in WAL mode and migrates it. `readOnly` opens an existing
+    /// store without ever writing to it (dry runs): it must already be migrated.
+    public init(path: URL, readOnly: Bool = false) throws(StoreError) {
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                // Several processes share the store (daemon, API, CLI). Without this, a process that exits as the
+                // last connection it can see deletes -wal/-shm while another still uses them, and that one then
+                // reads a stale snapshot forever.
+                var persist: Int32 = 1
+                sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
+                if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            }
+            if readOnly {
+                configuration.readonly = true
+                let queue = try DatabaseQueue(path: path.path, configuration: configuration)
+                if try !queue.read({ try Self.migrator.hasCompletedMigrations($0) }) {
+                    throw StoreError(operation: "open store at \(path.path) read-only", message: "it needs migrating; run sluice once without --dry-run")
+                }
+                writer = queue
+                return
+            }
+            try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+            writer = try Self.withOpeningLock(beside: path) { () throws -> DatabasePool in
+                let pool = try DatabasePool(path: path.path, configuration: configuration)
+                try Self.migrator.migrate(pool)
+                return pool
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(operation: "open store at \(path.path)", underlying: error)
+        }
+    }
+
+    /// Processes opening a new store at once (daemon and API started together) raced: switching a new file to
+    /// WAL failed with "database is locked", and GRDB's migrator checks which migrations are applied outside any
+    /// transaction, so two could apply the first one and one failed with "table already exists". An exclusive
+    /// lock on a file beside the store makes opening and migrating one process at a time.
+    private static func withOpeningLock<T>(beside path: URL, _ body: () throws -> T) throws -> T {
+        let lockPath = path.path + ".open-lock"
+        let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw StoreError(operation: "lock \(lockPath) to open the store", message: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw StoreError(operation: "lock \(lockPath) to open the store", message: String(cString: strerror(errno)))
+            }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    /// An in-memory store for tests and dry runs.
+    public static func inMemory() throws(StoreError) -> SQLiteStore {
+        do {
+            let queue = try DatabaseQueue()
+            try migrator.migrate(queue)
+            return SQLiteStore(writer: queue)
+        } catch {
+            throw StoreError(operation: "open in-memory store", underlying: error)
+        }
+    }
+
+    init(writer: any DatabaseWriter) { self.writer = writer }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-items-and-events") { db in
+            try db.create(table: "item") { t in
+                t.primaryKey("id", .text)
+                t.column("kind", .text).notNull().indexed()
+                t.column("userId", .text).notNull().indexed()
+                t.column("status", .text).notNull().indexed()
+                t.column("reason", .text)
+                t.column("provider", .text)
+                t.column("adult", .text)
+                t.column("spoof", .text)
+                t.column("medical", .text)
+                t.column("violence", .text)
+                t.column("racy", .text)
+                t.column("exifHadGPS", .boolean)
+                t.column("exifMake", .text)
+                t.column("exifModel", .text)
+                t.column("exifOrientation", .integer)
+                t.column("approvedPath", .text)
+                t.column("approvedBytes", .integer)
+                t.column("thumbnailPath", .text)
+                t.column("thumbnailBytes", .integer)
+                t.column("originalPath", .text)
+                t.column("format", .text)
+                t.column("width", .integer)
+                t.column("height", .integer)
+                t.column("sourceBytes", .integer)
+                t.column("contentHash", .text)
+                t.column("decodeMs", .double)
+                t.column("classifyMs", .double)
+                t.column("writeMs", .double)
+                t.column("totalMs", .double)
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull().indexed()
+            }
+            try db.create(table: "event") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("itemId", .text).notNull().indexed().references("item", onDelete: .cascade)
+                t.column("at", .datetime).notNull()
+                t.column("type", .text).notNull()
+                t.column("fromStatus", .text)
+                t.column("toStatus", .text)
+                t.column("stage", .text)
+                t.column("detail", .text)
+            }
+        }
+        migrator.registerMigration("v2-text-items") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "text", .text)
+                t.add(column: "textContext", .text)
+                t.add(column: "textKind", .text)
+                t.add(column: "textSource", .text)
+                t.add(column: "textVerdict", .text)
+            }
+        }
+        migrator.registerMigration("v3-priority-and-caption") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "priority", .text)
+                t.add(column: "caption", .text)
+                t.add(column: "captionText", .text)
+            }
+        }
+        migrator.registerMigration("v4-backlog-review-reports") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "reviewedBy", .text)
+                t.add(column: "reviewedAt", .datetime)
+                t.add(column: "reviewNote", .text)
+            }
+            try db.create(table: "reprocessRun") { t in
+                t.primaryKey("runKey", .text)
+                t.column("arguments", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("startedAt", .datetime).notNull()
+                t.column("finishedAt", .datetime)
+            }
+            try db.create(table: "reprocessItem") { t in
+                t.column("runKey", .text).notNull().references("reprocessRun", onDelete: .cascade)
+                t.column("itemId", .text).notNull()
+                t.column("done", .boolean).notNull().defaults(to: false)
+                t.primaryKey(["runKey", "itemId"])
+            }
+            try db.create(table: "report") { t in
+                t.primaryKey("reportId", .text)
+                t.column("messageId", .text).notNull().indexed()
+                t.column("category", .text).notNull()
+                t.column("description", .text)
+                t.column("reporterUserId", .text)
+                t.column("createdAt", .datetime).notNull()
+            }
+        }
+        migrator.registerMigration("v5-rate-limits") { db in
+            try db.create(table: "rateLimit") { t in
+                t.column("key", .text).notNull()
+                t.column("windowStart", .integer).notNull()
+                t.column("count", .integer).notNull()
+                t.primaryKey(["key", "windowStart"])
+            }
+        }
+        migrator.registerMigration("v6-metrics-snapshots") { db in
+            try db.create(table: "metricsSnapshot") { t in
+                t.primaryKey("source", .text)
+                t.column("body", .text).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+        }
+        migrator.registerMigration("v7-human-decisions") { db in
+            // What the person decided; earlier decisions are read from the status they left.
+            try db.alter(table: "item") { t in t.add(column: "reviewedStatus", .text) }
+            try db.execute(sql: "UPDATE item SET reviewedStatus = status WHERE reviewedBy IS NOT NULL AND status IN ('approved', 'blocked')")
+        }
+        return migrator
+    }
+
+    // MARK: - Plumbing
+
+    /// A write transaction on GRDB's writer queue: the caller's thread is never blocked on SQLite.
+    func write<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do { return try await writer.write(body) } catch { throw StoreError(operation: operation, underlying: error) }
+    }
+
+    /// A read on one of the pool's reader connections (WAL: readers never wait for the writer).
+    func read<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do { return try await writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
+    }
+
+    /// `?, ?, …` for an `IN (…)` list.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ",")
+    }
+}
