@@ -8,7 +8,14 @@ import Testing
 /// Each caption adapter against a fake server: the exact request it sends, the real response formats,
 /// error bodies, 429/5xx retries, malformed and huge answers, and no key in any message.
 @Suite struct CaptionProviderTests {
-    static let jpeg: Data = (try? Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))) ?? Data()
+    /// A real photo; a missing fixture stops the test instead of comparing empty data with empty data.
+    static var jpeg: Data {
+        get throws {
+            let data = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+            try #require(data.count > 10_000, "rocket.jpg fixture is missing or truncated")
+            return data
+        }
+    }
     static let quiet: Logger = {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -35,13 +42,14 @@ import Testing
     }
 
     @Test func openAICompatibleSendsChatCompletionWithDataURL() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in
             .init(body: #"{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":" A rocket on a launch pad. "},"finish_reason":"stop"}],"usage":{"prompt_tokens":850,"completion_tokens":9,"total_tokens":859}}"#)
         }
         defer { server.stop() }
         let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1") { $0.model = "llava:7b" },
                                                        environment: environment, logger: Self.quiet)
-        let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+        let caption = try await provider.caption(jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "A rocket on a launch pad.")
         #expect(caption.provider == "openai-compatible" && caption.model == "llava:7b")
         #expect(caption.usage == CaptionUsage(inputTokens: 850, outputTokens: 9, totalTokens: 859))
@@ -57,16 +65,17 @@ import Testing
         let parts = try #require(message["content"] as? [[String: Any]])
         #expect(parts.map { $0["type"] as? String } == ["text", "image_url"])
         #expect(parts[0]["text"] as? String == CaptionConfig().prompt)
-        #expect(dataURLImage((parts[1]["image_url"] as? [String: Any])?["url"] as? String) == Self.jpeg)
+        #expect(dataURLImage((parts[1]["image_url"] as? [String: Any])?["url"] as? String) == jpeg)
     }
 
     @Test func anthropicSendsMessagesWithBase64Source() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in
             .init(body: #"{"id":"msg_1","type":"message","role":"assistant","model":"claude-3-5-haiku-latest","content":[{"type":"text","text":"A white rocket."}],"stop_reason":"end_turn","usage":{"input_tokens":1200,"output_tokens":6}}"#)
         }
         defer { server.stop() }
         let provider = AnthropicCaptionProvider(config: config(.anthropic, server), environment: environment, logger: Self.quiet)
-        let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+        let caption = try await provider.caption(jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "A white rocket.")
         #expect(caption.usage == CaptionUsage(inputTokens: 1200, outputTokens: 6, totalTokens: 1206))
         let request = try #require(server.received.first)
@@ -80,17 +89,18 @@ import Testing
         let source = try #require(parts.first?["source"] as? [String: Any])
         #expect(parts.first?["type"] as? String == "image")
         #expect(source["type"] as? String == "base64" && source["media_type"] as? String == "image/jpeg")
-        #expect(Data(base64Encoded: source["data"] as? String ?? "") == Self.jpeg)
+        #expect(Data(base64Encoded: source["data"] as? String ?? "") == jpeg)
         #expect(parts.last?["type"] as? String == "text")
     }
 
     @Test func geminiSendsGenerateContentWithInlineData() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in
             .init(body: #"{"candidates":[{"content":{"parts":[{"text":"Rocket at dusk."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":260,"candidatesTokenCount":4,"totalTokenCount":264}}"#)
         }
         defer { server.stop() }
         let provider = GeminiCaptionProvider(config: config(.gemini, server), environment: environment, logger: Self.quiet)
-        let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+        let caption = try await provider.caption(jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "Rocket at dusk.")
         #expect(caption.usage == CaptionUsage(inputTokens: 260, outputTokens: 4, totalTokens: 264))
         let request = try #require(server.received.first)
@@ -101,11 +111,12 @@ import Testing
         #expect(parts.first?["text"] as? String == CaptionConfig().prompt)
         let inline = try #require(parts.last?["inline_data"] as? [String: Any])
         #expect(inline["mime_type"] as? String == "image/jpeg")
-        #expect(Data(base64Encoded: inline["data"] as? String ?? "") == Self.jpeg)
+        #expect(Data(base64Encoded: inline["data"] as? String ?? "") == jpeg)
         #expect((body["generationConfig"] as? [String: Any])?["maxOutputTokens"] as? Int == 120)
     }
 
     @Test func errorBodiesAreQuotedWithoutTheKey() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in
             .init(status: 401, body: #"{"error":{"message":"Incorrect API key provided: sk-test-SECRET-123.","type":"invalid_request_error","code":"invalid_api_key"}}"#)
         }
@@ -113,7 +124,7 @@ import Testing
         let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1"),
                                                        environment: environment, logger: Self.quiet)
         do {
-            _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+            _ = try await provider.caption(jpeg, mimeType: "image/jpeg")
             Issue.record("no error")
         } catch {
             #expect(error.status == 401)
@@ -124,6 +135,7 @@ import Testing
     }
 
     @Test func rateLimitsAndOverloadsAreRetried() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, index in
             switch index {
             case 0: .init(status: 429, body: #"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#, headers: ["retry-after": "0"])
@@ -133,7 +145,7 @@ import Testing
         }
         defer { server.stop() }
         let provider = AnthropicCaptionProvider(config: config(.anthropic, server), environment: environment, logger: Self.quiet)
-        let caption = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+        let caption = try await provider.caption(jpeg, mimeType: "image/jpeg")
         #expect(caption.caption == "ok")
         #expect(server.received.count == 3)
     }
@@ -146,12 +158,13 @@ import Testing
         (#"{"error":{"message":"model not found"}}"#, 404, "HTTP 404: model not found"),
     ])
     func malformedAnswersAreClearErrors(body: String, status: Int, expected: String) async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in .init(status: status, body: body) }
         defer { server.stop() }
         let provider = OpenAICompatibleCaptionProvider(config: config(.openAICompatible, server, path: "/v1"),
                                                        environment: environment, logger: Self.quiet)
         do {
-            _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+            _ = try await provider.caption(jpeg, mimeType: "image/jpeg")
             Issue.record("no error for \(body)")
         } catch {
             #expect(error.description.contains(expected), "\(error.description)")
@@ -159,11 +172,12 @@ import Testing
     }
 
     @Test func hugeAnswerIsCappedNotBuffered() async throws {
+        let jpeg = try Self.jpeg
         let server = try await FakeJSONServer.start { _, _ in .init(bytes: Data(repeating: 0x61, count: 3 << 20)) }
         defer { server.stop() }
         let provider = GeminiCaptionProvider(config: config(.gemini, server), environment: environment, logger: Self.quiet)
         do {
-            _ = try await provider.caption(Self.jpeg, mimeType: "image/jpeg")
+            _ = try await provider.caption(jpeg, mimeType: "image/jpeg")
             Issue.record("no error")
         } catch {
             #expect(error.kind == .responseTooLarge)

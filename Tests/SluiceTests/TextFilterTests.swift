@@ -133,9 +133,13 @@ import Testing
         #expect(!verdict.censored.contains("f") && verdict.censored.hasSuffix(" this"))
     }
 
-    @Test func aMegabyteOfTextIsRejectedQuicklyOrJudged() throws {
+    /// Over `text.maxLength` is refused by its length (before any matching), naming the limit; under a raised limit
+    /// the same megabyte is judged, and a term at its very end is still found.
+    @Test func aMegabyteOfTextIsRejectedForItsLengthOrJudged() throws {
         let big = String(repeating: "hello world ", count: 90_000)
-        #expect(throws: TextInputError.self) { try Self.filter.check(big) }
+        let error = #expect(throws: TextInputError.self) { try Self.filter.check(big) }
+        #expect(error?.kind == .tooLong)
+        #expect(error?.message.contains("10000") == true, "\(error?.message ?? "")")
         var config = TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists"))
         config.maxLength = 1_000_000
         let roomy = try ProfanityFilter.load(config)

@@ -5,7 +5,7 @@ import SluiceTesting
 import Testing
 
 /// The store as several processes share it.
-@Suite struct StoreTests {
+@Suite struct StoreOpeningTests {
     /// Daemon, API and CLI may open a brand-new store at the same moment; each open must succeed and the
     /// migrations run once. Separate pools behave like separate processes towards SQLite's locks.
     @Test func manyOpenersOfANewStoreAllSucceed() async throws {

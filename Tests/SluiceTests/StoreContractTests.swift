@@ -1,0 +1,211 @@
+import Foundation
+import SluiceCore
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// The `StatusStore` contract, run against every backend: what callers rely on, so implementations cannot drift.
+@Suite struct StoreContractTests {
+    /// Dates as stores keep them (whole milliseconds).
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000.125)
+
+    static func image(_ id: ItemID, status: ItemStatus = .approved, at date: Date = t0) -> Item {
+        Item(id: id, kind: .image, userId: id.image?.userId ?? "u", status: status, reason: status == .approved ? nil : "because",
+             provider: "google-vision",
+             safeSearch: SafeSearch(adult: .veryUnlikely, spoof: .unlikely, medical: .possible, violence: .likely, racy: .veryLikely),
+             exif: ExifFindings(hadGPS: true, make: "Canon", model: "EOS", orientation: 6),
+             outputs: status == .approved ? ItemOutputs(approved: "approved/\(id).jpg", thumbnail: "thumbnails/\(id).jpg",
+                                                        approvedBytes: 1234, thumbnailBytes: 56) : ItemOutputs(),
+             original: status == .approved ? nil : "quarantine/\(id).jpg", format: "jpeg", width: 640, height: 427,
+             sourceBytes: 99_999, contentHash: "hash-\(id)", timings: StageTimings(decodeMs: 1.5, classifyMs: 2.25, writeMs: 3, totalMs: 7),
+             attempts: 1, createdAt: date, updatedAt: date,
+             caption: CaptionOutcome(caption: Caption(caption: "A rocket.", provider: "openai-compatible", model: "llava",
+                                                      usage: CaptionUsage(inputTokens: 10, outputTokens: 3), processingTimeMs: 12.5)))
+    }
+
+    static func text(_ id: ItemID, text: String = "hello there", status: ItemStatus = .approved, at date: Date = t0) -> Item {
+        Item(id: id, kind: .text, userId: "writer", status: status, reason: status == .blocked ? "Content contains prohibited terms: x" : nil,
+             contentHash: "text-\(id)", attempts: 1, createdAt: date, updatedAt: date,
+             content: TextContent(text: text, context: "chat", kind: "message", source: "queues/text/a.jsonl:1"),
+             textVerdict: TextVerdict(allowed: status != .blocked, reason: nil,
+                                      matches: [TextMatch(term: "x", category: "insult", severity: .strong, start: 0, end: 1)], censored: "*"),
+             priority: PriorityVerdict(urgencyScore: 75, reason: "urgent words", urgencyIndicators: ["urgent"], engine: "rules"))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func everyFieldOfAnItemRoundTrips(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        var decided = Self.image("u/decided", status: .blocked)
+        decided.decision = HumanDecision(by: "dana", at: Self.t0, note: "no", decision: .blocked)
+        for item in [Self.image("u/a"), Self.image("u/b", status: .review), Self.text("t1"), decided] {
+            try await store.recordVerdict(item, stage: "policy", detail: nil)
+            #expect(try await store.item(item.id) == item, "\(item.id)")
+        }
+        #expect(try await store.item("nobody/here") == nil)
+        #expect(Set(try await store.items(["u/a", "t1", "missing"]).map(\.id)) == ["u/a", "t1"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func receivingCountsAttemptsAndReopensFinalItems(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        let first = try await store.markReceived("u/x", kind: .image, userId: "u", contentHash: "h1", sourceBytes: 10, at: Self.t0)
+        #expect(first.status == .pending && first.attempts == 1 && first.createdAt == Self.t0)
+        var judged = Self.image("u/x")
+        judged.contentHash = "h1"
+        try await store.recordVerdict(judged, stage: "policy", detail: nil)
+        let again = try await store.markReceived("u/x", kind: .image, userId: "u", contentHash: "h2", sourceBytes: 12,
+                                                 at: Self.t0.addingTimeInterval(5))
+        #expect(again.status == .pending && again.reason == nil && again.attempts == 2 && again.contentHash == "h2")
+        #expect(again.createdAt == Self.t0, "a re-upload keeps its first createdAt")
+        let events = try await store.events(of: "u/x")
+        #expect(events.map(\.type) == ["received", "verdict", "received"])
+        #expect(events.last?.fromStatus == .approved && events.last?.toStatus == .pending && events.last?.detail == "attempt 2")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func verdictsKeepCreatedAtAndAppendEvents(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        try await store.recordVerdict(Self.image("u/v"), stage: "policy", detail: nil)
+        var later = Self.image("u/v", status: .blocked, at: Self.t0.addingTimeInterval(60))
+        later.attempts = 0
+        try await store.recordVerdict(later, stage: "classify", detail: "why")
+        let stored = try #require(try await store.item("u/v"))
+        #expect(stored.createdAt == Self.t0 && stored.updatedAt == Self.t0.addingTimeInterval(60) && stored.attempts == 1)
+        let events = try await store.events(of: "u/v")
+        #expect(events.map(\.type) == ["verdict", "verdict"])
+        #expect(events[1].fromStatus == .approved && events[1].toStatus == .blocked && events[1].stage == "classify" && events[1].detail == "why")
+        #expect(events[0].detail == nil && events[0].fromStatus == nil)
+
+        // Batches (text queues): each counts an attempt and gets a verdict event.
+        let written = try await store.recordVerdicts([Self.text("m1"), Self.text("m2", status: .blocked), Self.text("u/v")], stage: "text")
+        #expect(written == 3)
+        #expect(try await store.item("m2")?.status == .blocked)
+        let rejudged = try await store.item("u/v")
+        #expect(rejudged?.attempts == 2 && rejudged?.createdAt == Self.t0)
+        #expect(try await store.events(of: "m1").map(\.stage) == ["text"])
+        try await store.appendEvent(ItemEvent(itemId: "m1", at: Self.t0, type: "finalized", toStatus: .approved, detail: "done"))
+        #expect(try await store.events(of: "m1").map(\.type) == ["verdict", "finalized"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func listsAndFilters(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        try await store.recordVerdict(Self.image("a/1", at: Self.t0), stage: nil, detail: nil)
+        try await store.recordVerdict(Self.image("b/2", status: .blocked, at: Self.t0.addingTimeInterval(10)), stage: nil, detail: nil)
+        try await store.recordVerdict(Self.text("t3", at: Self.t0.addingTimeInterval(20)), stage: nil, detail: nil)
+        try await store.recordVerdict(Self.image("a/4", status: .review, at: Self.t0.addingTimeInterval(30)), stage: nil, detail: nil)
+        #expect(try await store.items(status: nil, kind: nil, limit: nil).map(\.id) == ["a/4", "t3", "b/2", "a/1"], "newest first")
+        #expect(try await store.items(status: nil, kind: .image, limit: 2).map(\.id) == ["a/4", "b/2"])
+        #expect(try await store.items(status: .blocked, kind: nil, limit: nil).map(\.id) == ["b/2"])
+        #expect(try await store.items(matching: ItemFilter(kind: .image)).map(\.id) == ["a/1", "a/4", "b/2"], "by id")
+        #expect(try await store.items(matching: ItemFilter(statuses: [.approved, .review])).map(\.id) == ["a/1", "a/4", "t3"])
+        #expect(try await store.items(matching: ItemFilter(userId: "a")).map(\.id) == ["a/1", "a/4"])
+        let window = ItemFilter(since: Self.t0.addingTimeInterval(10), until: Self.t0.addingTimeInterval(30))
+        #expect(try await store.itemIDs(matching: window) == ["b/2", "t3"], "since is inclusive, until exclusive")
+        #expect(try await store.countsByStatus() == [.approved: 2, .blocked: 1, .review: 1])
+        let counts = try await store.countsByKindAndStatus()
+        #expect(counts == [ItemCount(kind: .image, status: .approved, count: 1), ItemCount(kind: .image, status: .blocked, count: 1),
+                           ItemCount(kind: .image, status: .review, count: 1), ItemCount(kind: .text, status: .approved, count: 1)])
+        let hashes = try await store.contentHashes(["a/1", "t3", "none"])
+        #expect(hashes == ["a/1": StoredHash(hash: "hash-a/1", status: .approved), "t3": StoredHash(hash: "text-t3", status: .approved)])
+        #expect(try await store.contentHashes([]).isEmpty)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func decisionsAreFinalAndLeaveAReviewEvent(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        try await store.recordVerdict(Self.image("u/r", status: .review), stage: "policy", detail: nil)
+        var decided = Self.image("u/r", status: .blocked, at: Self.t0.addingTimeInterval(1))
+        decided.reason = "blocked by dana: no"
+        decided.decision = HumanDecision(by: "dana", at: Self.t0.addingTimeInterval(1), note: "no", decision: .blocked)
+        try await store.recordDecision(decided, from: .review)
+        let stored = try #require(try await store.item("u/r"))
+        #expect(stored.decision == decided.decision && stored.decidedStatus == .blocked)
+        let event = try #require(try await store.events(of: "u/r").last)
+        #expect(event.type == "review" && event.fromStatus == .review && event.toStatus == .blocked && event.detail == "by dana: no")
+        #expect(try await store.textSnapshots(["u/r"]).first?.humanDecided == true)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func reprocessRunsResumeAndFinish(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        for id in ["t1", "t2", "t3"] { try await store.recordVerdict(Self.text(ItemID(id)), stage: nil, detail: nil) }
+        try await store.recordVerdict(Self.image("u/i"), stage: nil, detail: nil)
+        let filter = ItemFilter(kind: .text)
+        let first = try await store.beginReprocess(runKey: "k", arguments: "args", filter: filter)
+        #expect(first == ReprocessRunState(runKey: "k", resumed: false, total: 3, done: 0))
+        #expect(try await store.pendingReprocessItems(runKey: "k") == ["t1", "t2", "t3"])
+
+        let blocked = TextVerdict(allowed: false, reason: "Content contains prohibited terms: hello", matches: [], censored: "*****")
+        try await store.commitTextReprocess(runKey: "k", updates: [
+            TextUpdate(id: "t1", from: .approved, status: .blocked, reason: blocked.reason, verdict: blocked, priority: nil,
+                       stage: "text", why: "approved → blocked"),
+        ], done: ["t1", "t2"])
+        let resumed = try await store.beginReprocess(runKey: "k", arguments: "args", filter: filter)
+        #expect(resumed == ReprocessRunState(runKey: "k", resumed: true, total: 3, done: 2))
+        #expect(try await store.pendingReprocessItems(runKey: "k") == ["t3"])
+        #expect(try await store.doneReprocessItems(runKey: "k") == ["t1", "t2"])
+        let t1 = try #require(try await store.item("t1"))
+        #expect(t1.status == .blocked && t1.textVerdict == blocked && t1.priority == Self.text("t1").priority, "only the changed columns")
+        #expect(try await store.events(of: "t1").last?.type == "reprocess")
+        let snapshot = try #require(try await store.textSnapshots(["t1"]).first)
+        #expect(snapshot.text == "hello there" && snapshot.context == "chat" && snapshot.status == .blocked && !snapshot.humanDecided)
+        #expect(blocked.matches(storedJSON: snapshot.verdictJSON))
+
+        var changed = Self.image("u/i", status: .blocked, at: Self.t0.addingTimeInterval(9))
+        changed.reason = "blocked by policy"
+        try await store.commitReprocess(runKey: "k", changes: [ReprocessChange(item: changed, from: .approved, stage: "classify", why: "x")],
+                                        done: ["t3"])
+        #expect(try await store.item("u/i")?.status == .blocked)
+        #expect(try await store.events(of: "u/i").last?.detail == "x")
+        try await store.finishReprocess(runKey: "k")
+        let again = try await store.beginReprocess(runKey: "k", arguments: "args", filter: filter)
+        #expect(again.resumed == false && again.total == 3, "a finished run starts over")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func reportsRateLimitsAndMetrics(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        try await store.recordReport(Report(reportId: "r1", messageId: "m", category: "spam", description: nil, reporterUserId: "a", createdAt: Self.t0))
+        try await store.recordReport(Report(reportId: "r2", messageId: "m", category: "other", description: "d", reporterUserId: nil,
+                                            createdAt: Self.t0.addingTimeInterval(1)))
+        #expect(try await store.reports().map(\.reportId) == ["r2", "r1"], "newest first")
+        #expect(try await store.reports().first?.description == "d")
+
+        let now = Date(timeIntervalSince1970: 1_800_000_030)
+        for expected in 1...3 {
+            let state = try await store.consumeRateLimit(key: "k", limit: 3, windowSeconds: 60, now: now)
+            #expect(state.allowed && state.current == expected && state.remaining == 3 - expected)
+        }
+        let over = try await store.consumeRateLimit(key: "k", limit: 3, windowSeconds: 60, now: now)
+        #expect(!over.allowed && over.current == 3 && over.resetAt == Date(timeIntervalSince1970: 1_800_000_060))
+        #expect(try await store.rateLimit(key: "k", limit: 3, windowSeconds: 60, now: now).current == 3, "refused requests are not counted")
+        let next = try await store.consumeRateLimit(key: "k", limit: 3, windowSeconds: 60, now: now.addingTimeInterval(60))
+        #expect(next.allowed && next.current == 1, "a new window starts from zero")
+        #expect(try await store.rateLimit(key: "other", limit: 3, windowSeconds: 60, now: now).current == 0)
+
+        try await store.publishMetrics(source: "daemon", body: "a 1", at: Self.t0)
+        try await store.publishMetrics(source: "daemon", body: "a 2", at: Self.t0.addingTimeInterval(1))
+        try await store.publishMetrics(source: "serve", body: "b 1", at: Self.t0)
+        #expect(try await store.metricsSnapshots() == [MetricsSnapshot(source: "daemon", body: "a 2", updatedAt: Self.t0.addingTimeInterval(1)),
+                                                       MetricsSnapshot(source: "serve", body: "b 1", updatedAt: Self.t0)])
+    }
+}
+
+/// Every `StatusStore` implementation the contract runs against.
+enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case sqliteInMemory
+
+    var testDescription: String { rawValue }
+
+    func open() throws -> any StatusStore {
+        switch self {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-store-\(UUID().uuidString)")
+            return try SQLiteStore(path: folder.appendingPathComponent("sluice.sqlite"))
+        case .sqliteInMemory:
+            return try SQLiteStore.inMemory()
+        }
+    }
+}
