@@ -4,7 +4,8 @@ import SluiceCore
 extension Reprocessor {
     /// One text item judged again: what changed, and per-stage outcomes (no per-item dictionary on this hot path).
     struct TextJudgement: Sendable {
-        var snapshot: TextSnapshot
+        /// Index of the snapshot in the batch.
+        var index: Int
         var verdict: TextVerdict?
         var priority: PriorityVerdict?
         var stages: [String] = []
@@ -23,13 +24,14 @@ extension Reprocessor {
         let runsPriority = options.stages.contains("priority")
         return await withTaskGroup(of: (Int, [TextJudgement]).self, returning: [TextJudgement].self) { group in
             for part in 0..<parts {
-                let slice = Array(snapshots[min(part * size, snapshots.count)..<min((part + 1) * size, snapshots.count)])
+                let range = min(part * size, snapshots.count)..<min((part + 1) * size, snapshots.count)
                 group.addTask {
                     var results: [TextJudgement] = []
-                    results.reserveCapacity(slice.count)
-                    for snapshot in slice {
+                    results.reserveCapacity(range.count)
+                    for index in range {
+                        let snapshot = snapshots[index]
                         guard let text = snapshot.text else { continue }
-                        var judgement = TextJudgement(snapshot: snapshot)
+                        var judgement = TextJudgement(index: index)
                         let message = ParsedMessage(id: snapshot.id, userId: "", content: TextContent(text: text, context: snapshot.context))
                         let run = await pipeline.run(message, context: context)
                         guard case let .completed(judged) = run.end else {
@@ -91,7 +93,7 @@ extension Reprocessor {
             if let outcome = judgement.priorityOutcome { summary.stages["priority", default: StageCounts()].add(outcome) }
             if let failure = judgement.failure { summary.failures.append(failure) }
             guard !judgement.stages.isEmpty else { continue }
-            let snapshot = judgement.snapshot
+            let snapshot = judged[judgement.index]
             var status = snapshot.status
             var reason = snapshot.reason
             if let verdict = judgement.verdict {

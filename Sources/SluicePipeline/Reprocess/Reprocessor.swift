@@ -125,8 +125,14 @@ public struct Reprocessor: Sendable {
         // Texts are pipelined: a batch's commit (SQLite, mostly I/O) runs while the next batch is read and judged.
         // Batches still commit in order, one at a time, and images wait for the text commit before them.
         var committing: Task<Void, any Error>?
-        for chunk in ids.chunked(500) {
-            let snapshots = try await store.textSnapshots(Array(chunk))
+        // The next batch's snapshots are read while this one is judged (reads never wait for the writer in WAL).
+        let chunks = ids.chunked(500).map { Array($0) }
+        let store = store
+        var reading: Task<[TextSnapshot], any Error>? = chunks.first.map { first in Task { try await store.textSnapshots(first) } }
+        for (index, _) in chunks.enumerated() {
+            guard let current = reading else { break }
+            let snapshots = try await current.value
+            reading = index + 1 < chunks.count ? Task { [next = chunks[index + 1]] in try await store.textSnapshots(next) } : nil
             let texts = snapshots.filter { $0.kind == .text }
             let updates = try await reprocessTexts(texts, options: options, summary: &summary)
             try await committing?.value
@@ -135,7 +141,6 @@ public struct Reprocessor: Sendable {
                 if options.dryRun {
                     tracker.advance(by: texts.count)
                 } else {
-                    let store = store
                     let runKey = options.runKey
                     committing = Task {
                         try await store.commitTextReprocess(runKey: runKey, updates: updates, done: texts.map(\.id))

@@ -29,15 +29,15 @@ public struct ParsedMessage: ItemFacts {
     public var id: ItemID
     public var userId: String
     public var content: TextContent
-    /// SHA-256 of the text: the same id with the same text is a no-op.
-    public var contentHash: String
 
     public init(id: ItemID, userId: String, content: TextContent) {
         self.id = id
         self.userId = userId
         self.content = content
-        contentHash = ContentHash.sha256(Data(content.text.utf8))
     }
+
+    /// SHA-256 of the text: the same id with the same text is a no-op. Computed when recorded, not on the way.
+    public var contentHash: String { ContentHash.sha256(Data(content.text.utf8)) }
 
     public func record(into item: inout Item, scope: RecordScope) {
         guard scope == .upload else { return }
