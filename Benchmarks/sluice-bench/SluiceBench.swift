@@ -117,7 +117,8 @@ enum SluiceBench {
             let config = root.appendingPathComponent("pipeline.json")
             try Data("""
             {"dataRoot": "\(root.path)", "vision": {"endpoint": "\(server.endpoint)", "apiKeyEnv": null},
-             "limits": {"maxPixels": 70000000, "maxBytes": 268435456}}
+             "limits": {"maxPixels": 70000000, "maxBytes": 268435456},
+             "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)"}}
             """.utf8).write(to: config)
             let start = Date()
             let status = try run(sluiceBinary.path, ["run", "--once", "--config", config.path, "--log-level", "error"])

@@ -14,7 +14,7 @@ struct AuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response) async throws -> Response {
         if request.uri.path == "/healthz" { return try await next(request, context) }
         var context = context
-        if trustForwardedFor, let forwarded = request.headers[.init("X-Forwarded-For")!]?.split(separator: ",").first {
+        if trustForwardedFor, let forwarded = request.headers.first(named: SluiceHeader.forwardedFor)?.split(separator: ",").first {
             context.clientAddress = forwarded.trimmingCharacters(in: .whitespaces)
         }
         context.principal = try authenticate(request)
@@ -22,8 +22,8 @@ struct AuthMiddleware: RouterMiddleware {
     }
 
     func authenticate(_ request: Request) throws -> Principal {
-        let actingFor = request.headers[.init("X-User-Id")!].flatMap { $0.isEmpty ? nil : $0 }
-        if let token = request.headers[.init("X-App-Token")!] {
+        let actingFor = request.headers.first(named: SluiceHeader.userId).flatMap { $0.isEmpty ? nil : $0 }
+        if let token = request.headers.first(named: SluiceHeader.appToken) {
             guard appTokens.contains(token) else { throw APIError(.unauthenticated, "X-App-Token is not a valid app token") }
             return .app(actingFor: actingFor)
         }

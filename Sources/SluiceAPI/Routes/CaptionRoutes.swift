@@ -33,7 +33,7 @@ struct CaptionRoutes {
 
     func generateCaption(_ request: Request, context: APIContext) async throws -> Response {
         let started = ContinuousClock.now
-        guard case .app = context.principal, request.headers[.init("X-App-Token")!] != nil else {
+        guard case .app = context.principal, request.headers.first(named: SluiceHeader.appToken) != nil else {
             throw CaptionAPIError(.auth, "X-App-Token header with a valid app token is required")
         }
         let client = context.clientAddress ?? "unknown"
@@ -93,7 +93,7 @@ struct CaptionRoutes {
                             providerTimeMs: Int(caption.processingTimeMs.rounded()), rateLimit: .init(limit: Self.perMinute,
                             remaining: limit.remaining, resetAt: limit.resetAt.formatted(.iso8601))))
         var response = try context.json(envelope)
-        response.headers[.init("X-Request-Id")!] = requestId
+        response.headers.set(SluiceHeader.requestId, to: requestId)
         return response
     }
 
