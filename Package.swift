@@ -15,7 +15,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
@@ -67,6 +68,8 @@ let package = Package(
         .target(name: "SluiceAPI", dependencies: [
             "SluiceCore", "SluicePipeline",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "JWTKit", package: "jwt-kit"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -94,6 +97,8 @@ let package = Package(
         // Test support: fake provider servers on loopback, config and fixture helpers.
         .target(name: "SluiceTesting", dependencies: [
             "SluiceCore",
+            .product(name: "JWTKit", package: "jwt-kit"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -106,6 +111,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "JWTKit", package: "jwt-kit"),
             "SluiceAPI",
         ]),
     ],

@@ -25,15 +25,24 @@ struct RunCommand: AsyncParsableCommand {
         // into the store for `sluice serve`'s /metrics.
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        let daemon: Daemon
+        let services: Services
         do {
-            daemon = try Services.live(config: config, logger: logger).daemon(mode: once ? .once : .watch)
+            services = try Services.live(config: config, logger: logger)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
+        let daemon = services.daemon(mode: once ? .once : .watch)
+        var members: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: "daemon", logger: logger)),
+        ]
+        // Webhooks are sent by the daemon: in watch mode continuously, with --once one pass after the uploads.
+        if let webhooks = services.webhookDispatcher() {
+            do { try await webhooks.register() } catch { throw CLIError(message: "cannot start the webhooks: \(error)") }
+            members.append(.init(service: webhooks))
+        }
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
-                       .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: "daemon", logger: logger))],
+            services: members,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()

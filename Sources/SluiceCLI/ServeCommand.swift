@@ -23,6 +23,11 @@ struct ServeCommand: AsyncParsableCommand {
         let config = try common.loadConfig().config
         if let port, !(1...65535).contains(port) { throw ValidationError("--port must be 1...65535") }
         let logger = Logger(label: "sluice.api")
+        let environment = ProcessInfo.processInfo.environment
+        if let problem = APISecrets.problem(config: config, environment: environment) { throw CLIError(message: "cannot start: \(problem)") }
+        if config.api.auth.allowEmulatorTokens {
+            logger.warning("api.auth.allowEmulatorTokens is on: unsigned Firebase Auth emulator tokens are accepted. Never use this in production.")
+        }
         // Provider calls made by this process (captions, LLM priority) report through swift-metrics into the
         // registry that /metrics serves.
         let registry = PrometheusCollectorRegistry()

@@ -51,13 +51,23 @@ public struct Services: Sendable {
         HumanDecisions(store: store, images: images, maxBytes: config.limits.maxBytes)
     }
 
+    public var erasure: Erasure { Erasure(store: store, layout: images.layout) }
+
+    /// The outbound webhooks' dispatcher; nil when none is configured.
+    public func webhookDispatcher(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                  interval: Duration = .seconds(1)) -> WebhookDispatcher? {
+        guard !config.webhooks.isEmpty else { return nil }
+        return WebhookDispatcher(webhooks: config.webhooks, store: store, transport: WebhookHTTPTransport(), environment: environment,
+                                 interval: interval, logger: pipelines.logger)
+    }
+
     public func ingestor() -> BacklogIngestor {
         BacklogIngestor(config: config, store: store, processor: pipelines.processor)
     }
 
     /// What `sluice serve` needs; `metrics` is the registry `/metrics` serves for this process.
     public func api(metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) -> APIServices {
-        APIServices(config: config, store: store, images: images, texts: texts, decisions: decisions,
+        APIServices(config: config, store: store, images: images, texts: texts, decisions: decisions, erasure: erasure,
                     providers: pipelines.providers, metrics: metrics)
     }
 }

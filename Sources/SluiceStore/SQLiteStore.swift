@@ -192,6 +192,36 @@ public struct SQLiteStore: StatusStore {
             try db.alter(table: "item") { t in t.add(column: "reviewedStatus", .text) }
             try db.execute(sql: "UPDATE item SET reviewedStatus = status WHERE reviewedBy IS NOT NULL AND status IN ('approved', 'blocked')")
         }
+        migrator.registerMigration("v8-erasure-and-webhooks") { db in
+            try db.create(table: "erasure") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("itemId", .text).notNull().indexed()
+                t.column("kind", .text).notNull()
+                t.column("userId", .text).notNull().indexed()
+                t.column("contentHash", .text)
+                t.column("erasedBy", .text).notNull()
+                t.column("reason", .text).notNull()
+                t.column("erasedAt", .datetime).notNull()
+            }
+            try db.create(table: "webhookCursor") { t in
+                t.primaryKey("webhook", .text)
+                t.column("eventSeq", .integer).notNull()
+                t.column("erasureSeq", .integer).notNull()
+            }
+            try db.create(table: "webhookDelivery") { t in
+                t.primaryKey("id", .text)
+                t.column("webhook", .text).notNull()
+                t.column("event", .text).notNull()
+                t.column("payload", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("attempts", .integer).notNull()
+                t.column("nextAttemptAt", .datetime).notNull()
+                t.column("lastError", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("deliveredAt", .datetime)
+            }
+            try db.create(index: "webhookDeliveryDue", on: "webhookDelivery", columns: ["state", "nextAttemptAt"])
+        }
         return migrator
     }
 

@@ -16,7 +16,7 @@ import Testing
 
 /// The caption service, metrics, health, wrong methods and the OpenAPI description, as clients see them.
 @Suite(.serialized) struct APIContractTests {
-    static let environment = ["SLUICE_APP_TOKENS": "app-1", "SLUICE_JWT_SECRET": "jwt-secret", "TEST_CAPTION_KEY": "sk-test-SECRET"]
+    static let environment = ["SLUICE_APP_TOKENS": "app-1", "SLUICE_JWT_SECRET": "jwt-secret-of-at-least-32-bytes!!", "TEST_CAPTION_KEY": "sk-test-SECRET"]
     static let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1"]
 
     static var quiet: Logger {
@@ -72,19 +72,22 @@ import Testing
             try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app,
                                      body: Self.captionBody(photo, mimeType: "image/jpeg")) { response in
                 #expect(response.status == .ok)
-                let object = Self.object(response.body)
-                #expect(object["success"] as? Bool == true)
-                let data = try #require(object["data"] as? [String: Any])
-                #expect(data["caption"] as? String == "A dog on a sofa.")
-                #expect(data["provider"] as? String == "openai-compatible" && data["model"] as? String == "llava:7b")
-                #expect(data["confidence"] is NSNull)
-                #expect((data["usage"] as? [String: Any])?["totalTokens"] as? Int == 706)
-                #expect(data["processingTime"] is Int)
-                let requestId = try #require(data["requestId"] as? String)
-                #expect(requestId.hasPrefix("req_") && response.headers[HTTPField.Name("X-Request-Id")!] == requestId)
-                let metadata = try #require(object["metadata"] as? [String: Any])
-                #expect(metadata["mimeType"] as? String == "image/jpeg" && metadata["imageBytes"] as? Int == photo.count)
-                #expect((metadata["rateLimit"] as? [String: Any])?["remaining"] as? Int == 59)
+                // The seed's own client models decode it.
+                let decoded = try JSONDecoder().decode(SeedCaptionModels.CaptionResponse.self, from: Data(buffer: response.body))
+                #expect(decoded.success)
+                #expect(decoded.data.caption == "A dog on a sofa.")
+                #expect(decoded.data.provider == "OpenAI-compatible" && decoded.data.model == "llava:7b")
+                #expect(decoded.data.confidence == "unknown", "no logprobs were asked for, so none is invented")
+                #expect(decoded.data.usage?.promptTokens == 700 && decoded.data.usage?.completionTokens == 6 && decoded.data.usage?.totalTokens == 706)
+                #expect(decoded.data.processingTime.hasSuffix("ms") && Int(decoded.data.processingTime.dropLast(2)) != nil)
+                #expect(decoded.data.requestId.hasPrefix("req_") && response.headers.value("X-Request-Id") == decoded.data.requestId)
+                #expect(decoded.metadata.requestId == decoded.data.requestId && decoded.metadata.provider == "openai-compatible")
+                #expect(decoded.metadata.mimeType == "image/jpeg" && decoded.metadata.imageSize == photo.count)
+                #expect("\(decoded.metadata.processingTime)ms" == decoded.data.processingTime)
+                #expect(decoded.metadata.timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(decoded.metadata.timestamp)")
+                #expect(response.headers.value("X-RateLimit-Limit") == "60")
+                #expect(response.headers.value("X-RateLimit-Remaining") == "59")
+                #expect(Int(response.headers.value("X-RateLimit-Reset") ?? "").map { $0 > Int(Date().timeIntervalSince1970) } == true)
             }
         }
         // What reached the provider: a JPEG data URL without EXIF (no GPS leaves the machine).
@@ -166,7 +169,7 @@ import Testing
     @Test func wrongMethodsAndUnknownPathsGetTheEnvelope() async throws {
         let root = try TemporaryDataRoot()
         try await Self.application(Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))).test(.router) { client in
-            for (method, uri, allow) in [(HTTPRequest.Method.delete, "/v1/items/alice/a", "GET"), (.get, "/v1/uploads/alice", "POST"),
+            for (method, uri, allow) in [(HTTPRequest.Method.patch, "/v1/items/alice/a", "DELETE, GET"), (.get, "/v1/uploads/alice", "POST"),
                                          (.put, "/healthz", "GET"), (.get, "/v1/functions/validate_text", "POST"), (.post, "/metrics", "GET")] {
                 try await client.execute(uri: uri, method: method, headers: Self.app) { response in
                     #expect(response.status == .methodNotAllowed, "\(method) \(uri)")

@@ -14,7 +14,7 @@ import Testing
 
 /// `sluice serve`'s routes in process (Hummingbird's router testing) over a real data root.
 @Suite(.serialized) struct APITests {
-    static let environment = ["SLUICE_APP_TOKENS": "app-1, app-2", "SLUICE_JWT_SECRET": "jwt-secret"]
+    static let environment = ["SLUICE_APP_TOKENS": "app-1, app-2", "SLUICE_JWT_SECRET": "jwt-secret-of-at-least-32-bytes!!"]
 
     /// alice/a approved (rocket), alice/r in review, bob/b approved; text item t1 by alice.
     func makeServices(_ root: TemporaryDataRoot) async throws -> APIServices {
@@ -41,7 +41,7 @@ import Testing
         return buildApplication(services: services, environment: Self.environment, logger: logger)
     }
 
-    static func jwt(sub: String, exp: Double, secret: String = "jwt-secret", alg: String = "HS256") -> String {
+    static func jwt(sub: String, exp: Double, secret: String = "jwt-secret-of-at-least-32-bytes!!", alg: String = "HS256") -> String {
         func b64(_ data: Data) -> String {
             data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
@@ -112,9 +112,14 @@ import Testing
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
                 #expect(object["imageStatus"] as? String == "blocked" && object["kind"] as? String == "text")
             }
-            // A user sees only their own items.
+            // A user sees their own items, and other users' approved images (seed 000: all users can read approved
+            // images), but nothing else of theirs.
             try await client.execute(uri: "/v1/items/bob/b", method: .get, headers: [.authorization: "Bearer \(alice)"]) { response in
-                #expect(response.status == .notFound)
+                #expect(response.status == .ok)
+            }
+            let bob = Self.jwt(sub: "bob", exp: Date().timeIntervalSince1970 + 600)
+            try await client.execute(uri: "/v1/items/alice/r", method: .get, headers: [.authorization: "Bearer \(bob)"]) { response in
+                #expect(response.status == .notFound, "alice/r is in review: only alice sees it")
                 #expect(Self.envelope(response.body).status == "NOT_FOUND")
             }
             try await client.execute(uri: "/v1/items/alice/nothing", method: .get, headers: [.authorization: "Bearer app-1"]) { response in
@@ -288,7 +293,7 @@ import Testing
             }
             #expect(try await services.store.reports().first?.reporterUserId == "erin")
             for (body, message) in [(#"{"data": {"messageId": "t1", "category": "rude"}}"#, "data.category must be one of spam, harassment, inappropriate, other"),
-                                    (#"{"data": {"category": "spam"}}"#, "data.messageId must be a string of 1-256 bytes"),
+                                    (#"{"data": {"category": "spam"}}"#, "data.messageId must be a string of 1-256 characters"),
                                     ("{\"data\": {\"messageId\": \"t1\", \"category\": \"spam\", \"description\": \"\(String(repeating: "x", count: 1001))\"}}", "data.description is 1001 characters, over 1000")] {
                 try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: erin, body: ByteBuffer(string: body)) { response in
                     #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", message))
@@ -301,7 +306,7 @@ import Testing
             try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post,
                                      headers: [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"data": {}}"#)) { response in
-                #expect(Self.envelope(response.body) == ("INVALID_ARGUMENT", "no user: send X-User-Id with the app token, or a user token"))
+                #expect(Self.envelope(response.body) == ("UNAUTHENTICATED", "no user: send X-User-Id with the app token, or a user token"))
             }
             try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: erin, body: ByteBuffer(string: #"{"data": {}}"#)) { response in
                 let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: [String: Any]])
@@ -342,7 +347,9 @@ import Testing
                 // As a user id and an image id in every path that takes one, and in the other callables' fields.
                 for (method, uri) in [(HTTPRequest.Method.get, "/v1/items/\(escaped)/a"), (.get, "/v1/items/alice/\(escaped)"),
                                       (.get, "/v1/images/approved/\(escaped)/a.jpg"), (.get, "/v1/images/thumbnails/alice/\(escaped).jpg"),
-                                      (.post, "/v1/uploads/\(escaped)")] {
+                                      (.post, "/v1/uploads/\(escaped)"), (.put, "/v1/uploads/\(escaped)/a"), (.put, "/v1/uploads/alice/\(escaped)"),
+                                      (.get, "/v1/items/bob/\(escaped)/events"), (.delete, "/v1/items/\(escaped)"),
+                                      (.delete, "/v1/items/\(escaped)/a"), (.delete, "/v1/users/\(escaped)")] {
                     var headers = token
                     headers[.contentType] = "image/png"
                     try await client.execute(uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: Self.tinyPNG)) { response in
@@ -350,8 +357,9 @@ import Testing
                         if response.status.code >= 400 { #expect(Self.envelope(response.body).status != nil, "\(uri)") }
                     }
                 }
-                for data in [["messageId": string, "category": "spam"], ["messageText": string], ["text": string, "context": string]] {
-                    let name = data["messageId"] != nil ? "submit_report" : data["messageText"] != nil ? "detectPriority" : "validate_text"
+                for data in [["messageId": string, "category": "spam"], ["messageText": string], ["text": string, "context": string], ["userId": string]] {
+                    let name = data["messageId"] != nil ? "submit_report" : data["messageText"] != nil ? "detectPriority"
+                        : data["userId"] != nil ? "deleteProfilePicture" : "validate_text"
                     let body = try JSONSerialization.data(withJSONObject: ["data": data])
                     try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: token, body: ByteBuffer(bytes: body)) { response in
                         #expect(response.status == .ok || response.status == .badRequest, "\(name) \(string.debugDescription): \(response.status)")

@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func unknownKeyErrorListsWhatIsAllowed() throws {
-        #expect(throws: ConfigurationError.unknownKey(path: "limits.maxMegabytes", allowed: ["maxBytes", "maxPixels", "failOn", "maxMetadataBytes"])) {
+        #expect(throws: ConfigurationError.unknownKey(path: "limits.maxMegabytes", allowed: ["maxBytes", "maxPixels", "failOn", "maxMetadataBytes", "rate"])) {
             try PipelineConfig.parse(Data(#"{"limits": {"maxMegabytes": 3}}"#.utf8), baseDirectory: base)
         }
     }

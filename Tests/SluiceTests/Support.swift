@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import HTTPTypes
 import Logging
 import SluiceCore
 import SluiceDaemon
@@ -104,4 +105,11 @@ private func shellBlocking(_ executable: URL, _ arguments: [String], environment
 extension StatusStore {
     func item(_ id: String) async throws -> Item? { try await item(ItemID(id)) }
     func events(of id: String) async throws -> [ItemEvent] { try await events(of: ItemID(id)) }
+}
+
+extension HTTPFields {
+    /// A header's value by name (any case), without force-unwrapping a field name.
+    func value(_ name: String) -> String? {
+        first { $0.name.canonicalName == name.lowercased() }?.value
+    }
 }

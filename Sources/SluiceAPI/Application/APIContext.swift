@@ -24,6 +24,16 @@ public struct APIContext: RequestContext {
     public var responseEncoder: APIJSONEncoder { APIJSONEncoder() }
     public var requestDecoder: JSONDecoder { JSONDecoder() }
 
+    /// A path parameter, percent-decoded (clients encode `:` and other reserved characters).
+    func pathParameter(_ name: String) throws -> String {
+        let raw = try parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    func optionalPathParameter(_ name: String) -> String? {
+        parameters.get(name).map { $0.removingPercentEncoding ?? $0 }
+    }
+
     /// `value` as the JSON answer, with `status`.
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         try responseEncoder.response(value, status: status)
@@ -39,10 +49,13 @@ public struct APIJSONEncoder: ResponseEncoder {
     }
 
     func response(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try data(value))))
+    }
+
+    func data(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        let data = try encoder.encode(value)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return try encoder.encode(value)
     }
 }

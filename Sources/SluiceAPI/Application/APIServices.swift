@@ -12,18 +12,20 @@ public struct APIServices: Sendable {
     /// The text pipeline's filter and priority engine (`validate_text`, `detectPriority`).
     public let texts: TextPipeline
     public let decisions: HumanDecisions
+    public let erasure: Erasure
     /// Every provider the config calls, for `/healthz`.
     public let providers: [ProviderInRole]
     /// This process's metrics (HTTP requests; provider calls when swift-metrics is bootstrapped with it).
     public let metrics: PrometheusCollectorRegistry
 
     public init(config: PipelineConfig, store: any StatusStore, images: ImagePipeline, texts: TextPipeline, decisions: HumanDecisions,
-                providers: [ProviderInRole], metrics: PrometheusCollectorRegistry) {
+                erasure: Erasure, providers: [ProviderInRole], metrics: PrometheusCollectorRegistry) {
         self.config = config
         self.store = store
         self.images = images
         self.texts = texts
         self.decisions = decisions
+        self.erasure = erasure
         self.providers = providers
         self.metrics = metrics
     }

@@ -19,15 +19,16 @@ public func buildApplication(services: APIServices, environment: [String: String
 
 /// The routes, grouped by concern: items, files, uploads, callables, captions, health and metrics.
 func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date) -> [RouteCollection<APIContext>] {
-    let limits = RateLimits(store: services.store, now: now)
+    let limits = RateLimits(store: services.store, config: services.config.limits.rate, now: now)
     let metrics = MetricsRoutes(services: services, now: now)
+    let health = HealthRoutes(services: services, probe: HealthProbe(targets: services.providers), metrics: metrics, now: now)
     return [
-        HealthRoutes(services: services, probe: HealthProbe(targets: services.providers), metrics: metrics, now: now).collection(),
+        health.collection(),
         metrics.collection(),
-        ItemRoutes(services: services).collection(),
+        ItemRoutes(services: services, now: now).collection(),
         FileRoutes(services: services).collection(),
         UploadRoutes(services: services, limits: limits).collection(),
-        CallableRoutes(services: services, limits: limits, now: now).collection(),
+        CallableRoutes(services: services, limits: limits, health: health, now: now).collection(),
         CaptionRoutes(services: services, limits: limits, now: now).collection(),
     ]
 }
@@ -46,8 +47,8 @@ public func buildRouter(services: APIServices, environment: [String: String],
     let router = Router(context: APIContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: services.metrics))
     router.add(middleware: ErrorEnvelopeMiddleware(routes: table))
-    router.add(middleware: AuthMiddleware(appTokens: tokens, jwtSecret: secret, trustForwardedFor: services.config.api.trustForwardedFor,
-                                          now: now))
+    let users = UserTokenVerifier(secret: secret, config: services.config.api.auth, now: now)
+    router.add(middleware: AuthMiddleware(appTokens: tokens, users: users, trustForwardedFor: services.config.api.trustForwardedFor))
     for collection in collections { router.addRoutes(collection) }
     return router
 }

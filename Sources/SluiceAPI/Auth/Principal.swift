@@ -1,4 +1,5 @@
 import Foundation
+import SluiceCore
 
 /// Who is calling: a trusted backend (app token, optionally acting for `X-User-Id`) or an end user (JWT).
 public enum Principal: Sendable, Equatable {
@@ -19,5 +20,11 @@ public enum Principal: Sendable, Equatable {
         case .app: true
         case let .user(id): id == owner
         }
+    }
+
+    /// Whether this caller may see an approved image of `owner` (its status and its files): with `authenticated`
+    /// visibility every signed-in user may (seed 000: all users can read approved images).
+    public func maySeeApproved(owner: String, visibility: ImageVisibility) -> Bool {
+        visibility == .authenticated || maySee(owner: owner)
     }
 }

@@ -12,6 +12,7 @@ public struct APIError: HTTPResponseError, Sendable {
         case invalidArgument = "INVALID_ARGUMENT"
         case resourceExhausted = "RESOURCE_EXHAUSTED"
         case notFound = "NOT_FOUND"
+        case alreadyExists = "ALREADY_EXISTS"
         case internalError = "INTERNAL"
 
         var http: HTTPResponse.Status {
@@ -21,6 +22,7 @@ public struct APIError: HTTPResponseError, Sendable {
             case .invalidArgument: .badRequest
             case .resourceExhausted: .tooManyRequests
             case .notFound: .notFound
+            case .alreadyExists: .conflict
             case .internalError: .internalServerError
             }
         }

@@ -15,7 +15,7 @@ public struct CaptionAPIError: HTTPResponseError, Sendable {
         case ai = "AI_001"
         /// Wrong HTTP method (405).
         case method = "METHOD_001"
-        /// Over 60 requests per minute from one client address (429).
+        /// Over `limits.rate.caption` (seed: 60 per minute) from one client address (429).
         case rate = "RATE_001"
 
         var http: HTTPResponse.Status {
@@ -48,6 +48,7 @@ public struct CaptionAPIError: HTTPResponseError, Sendable {
         case .invalidArgument where error.status == .methodNotAllowed: self.init(.method, error.message, headers: error.headers)
         case .invalidArgument: self.init(.validation, error.message, status: error.status, headers: error.headers)
         case .notFound: self.init(.validation, error.message, status: .notFound, headers: error.headers)
+        case .alreadyExists: self.init(.validation, error.message, status: .conflict, headers: error.headers)
         case .resourceExhausted: self.init(.rate, error.message, headers: error.headers)
         case .internalError: self.init(.ai, error.message, headers: error.headers)
         }
@@ -65,7 +66,7 @@ public struct CaptionAPIError: HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let envelope = Envelope(error: .init(code: code.rawValue, message: message, timestamp: Date().formatted(.iso8601)))
+        let envelope = Envelope(error: .init(code: code.rawValue, message: message, timestamp: CaptionRoutes.timestamp(Date())))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(envelope)) ?? Data()

@@ -61,14 +61,21 @@ struct RouteTable: Sendable {
 
     var entries: [Entry]
 
-    /// Methods registered for a concrete request path (`{name}` segments match any one segment).
+    /// Methods registered for a concrete request path: of the patterns that match (`{name}` segments match any one
+    /// segment), those with the most literal segments, as the router itself prefers literals.
     func methods(forPath path: String) -> Set<HTTPRequest.Method> {
         let parts = path.split(separator: "/")
+        var best = -1
         var methods = Set<HTTPRequest.Method>()
         for entry in entries {
             let pattern = entry.segments
-            guard pattern.count == parts.count else { continue }
-            if zip(pattern, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 }) { methods.insert(entry.method) }
+            guard pattern.count == parts.count, zip(pattern, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 }) else { continue }
+            let literals = pattern.filter { !$0.hasPrefix("{") }.count
+            if literals > best {
+                best = literals
+                methods = []
+            }
+            if literals == best { methods.insert(entry.method) }
         }
         return methods
     }

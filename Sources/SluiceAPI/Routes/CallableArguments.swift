@@ -6,11 +6,18 @@ import SluiceCore
 /// message for that field.
 protocol CallableArguments: Decodable {
     static func problem(with field: String) -> String
+    /// What `{"data": null}` or no `data` at all means (the Firebase SDK sends `call(nil)` as `{"data": null}`);
+    /// nil when the function needs arguments.
+    static var absent: Self? { get }
+}
+
+extension CallableArguments {
+    static var absent: Self? { nil }
 }
 
 /// `{"data": {…}}`.
 struct CallableRequest<Arguments: Decodable>: Decodable {
-    var data: Arguments
+    var data: Arguments?
 }
 
 /// `{"result": {…}}`.
@@ -22,7 +29,12 @@ extension CallableArguments {
     /// The request body's `data`, or the envelope's message naming what was wrong.
     static func decode(_ body: ByteBuffer) throws -> Self {
         do {
-            return try JSONDecoder().decode(CallableRequest<Self>.self, from: Data(buffer: body)).data
+            // No body at all is `{}`: no `data`.
+            let json = body.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: body)
+            guard let data = try JSONDecoder().decode(CallableRequest<Self>.self, from: json).data ?? absent else {
+                throw APIError(.invalidArgument, "missing \"data\" object")
+            }
+            return data
         } catch let error as DecodingError {
             let path: [any CodingKey] = switch error {
             case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context): context.codingPath
@@ -64,23 +76,47 @@ struct SubmitReportArguments: CallableArguments {
 
     static func problem(with field: String) -> String {
         switch field {
-        case "messageId": "data.messageId must be a string of 1-256 bytes"
+        case "messageId": "data.messageId must be a string of 1-256 characters"
         case "category": "data.category must be one of \(Report.categories.joined(separator: ", "))"
         default: "data.\(field) must be a string"
         }
     }
 
     func validated() throws -> Self {
-        guard (1...256).contains(messageId.utf8.count) else { throw APIError(.invalidArgument, Self.problem(with: "messageId")) }
+        // Characters are Unicode scalars, as JSON Schema's minLength/maxLength count them.
+        guard (1...256).contains(messageId.unicodeScalars.count) else { throw APIError(.invalidArgument, Self.problem(with: "messageId")) }
         guard Report.categories.contains(category) else { throw APIError(.invalidArgument, Self.problem(with: "category")) }
-        if let description, description.count > 1000 {
-            throw APIError(.invalidArgument, "data.description is \(description.count) characters, over 1000")
+        if let description, description.unicodeScalars.count > 1000 {
+            throw APIError(.invalidArgument, "data.description is \(description.unicodeScalars.count) characters, over 1000")
         }
         return self
     }
 }
 
-/// Functions that take no arguments: `get_rate_limits`.
+/// `deleteProfilePicture {userId}`: whose profile picture (users name themselves).
+struct ProfilePictureArguments: CallableArguments {
+    var userId: String
+    static func problem(with field: String) -> String { "data.\(field) must be a string" }
+}
+
+/// Functions that take no arguments (`get_rate_limits`, `healthCheck`): `{}`, `null` or nothing.
 struct NoArguments: CallableArguments {
-    static func problem(with field: String) -> String { "data.\(field) is not expected" }
+    static func problem(with field: String) -> String { "data.\(field) is not expected: this function takes no arguments" }
+    static var absent: NoArguments? { NoArguments() }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: AnyKey.self)
+        if let field = fields.allKeys.first {
+            throw APIError(.invalidArgument, Self.problem(with: field.stringValue))
+        }
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
 }

@@ -8,26 +8,40 @@ import SluiceCore
 struct CallableRoutes {
     let services: APIServices
     let limits: RateLimits
+    let health: HealthRoutes
     let now: @Sendable () -> Date
+
+    typealias Function = @Sendable (CallableRoutes) -> @Sendable (ByteBuffer, APIContext) async throws -> Response
+
+    /// Every function by name; each is one route under both URL shapes, so each has its own documented body.
+    static let functions: [(name: String, function: Function)] = [
+        ("validate_text", { $0.validateText }), ("detectPriority", { $0.detectPriority }), ("submit_report", { $0.submitReport }),
+        ("get_rate_limits", { $0.getRateLimits }), ("healthCheck", { $0.healthCheck }),
+        ("deleteProfilePicture", { $0.deleteProfilePicture }),
+    ]
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
-        routes.post("/v1/functions/:name", use: call)
-        routes.post("/:projectId/:region/:name", use: call)
+        for (name, function) in Self.functions {
+            let handler = function(self)
+            let call: @Sendable (Request, APIContext) async throws -> Response = { request, context in
+                try Self.checkFirebasePath(context)
+                return try await handler(try await request.body.collect(upTo: 1 << 20), context)
+            }
+            routes.post(RouterPath("/v1/functions/\(name)"), use: call)
+            routes.post(RouterPath("/:projectId/:region/\(name)"), use: call)
+        }
         return routes
     }
 
-    func call(_ request: Request, context: APIContext) async throws -> Response {
-        let name = try context.parameters.require("name")
-        let handler: (ByteBuffer, APIContext) async throws -> Response
-        switch name {
-        case "validate_text": handler = validateText
-        case "detectPriority": handler = detectPriority
-        case "submit_report": handler = submitReport
-        case "get_rate_limits": handler = getRateLimits
-        default: throw APIError(.notFound, "no callable function \(Identifiers.printable(name))")
+    /// `/{projectId}/{region}/{name}` as Firebase SDKs build it: a project id (6–30 lower-case letters, digits and
+    /// hyphens) and a region such as `us-central1`.
+    static func checkFirebasePath(_ context: APIContext) throws {
+        guard let project = context.optionalPathParameter("projectId") else { return }
+        let region = context.optionalPathParameter("region") ?? ""
+        guard project.wholeMatch(of: /[a-z][a-z0-9-]{4,28}[a-z0-9]/) != nil, region.wholeMatch(of: /[a-z]+(-[a-z]+)+[0-9]+/) != nil else {
+            throw APIError(.notFound, "no such endpoint: \(Identifiers.printable(project)) is not a Firebase project id or \(Identifiers.printable(region)) not a region")
         }
-        return try await handler(try await request.body.collect(upTo: 1 << 20), context)
     }
 
     /// `{allowed, reason}` from the text pipeline's filter, the seed's `validate_text`.
@@ -47,6 +61,7 @@ struct CallableRoutes {
     func detectPriority(_ body: ByteBuffer, context: APIContext) async throws -> Response {
         let arguments = try DetectPriorityArguments.decode(body)
         guard !arguments.messageText.isEmpty else { throw APIError(.invalidArgument, DetectPriorityArguments.problem(with: "messageText")) }
+        try await limits.consume(.detectPriority, context: context)
         let verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext)
         return try context.json(CallableResult(result: verdict))
     }
@@ -62,14 +77,62 @@ struct CallableRoutes {
         return try context.json(CallableResult(result: ReportResult(success: true, reportId: report.reportId)))
     }
 
-    /// Every limit's window for the caller's user, the seed's `get_rate_limits`.
+    /// Every limit's window for the caller's user, the seed's `get_rate_limits` (called with `call(nil)`).
     func getRateLimits(_ body: ByteBuffer, context: APIContext) async throws -> Response {
         _ = try NoArguments.decode(body)
         guard let user = context.principal?.userId else {
-            throw APIError(.invalidArgument, "no user: send X-User-Id with the app token, or a user token")
+            throw APIError(.unauthenticated, "no user: send X-User-Id with the app token, or a user token")
         }
         return try context.json(CallableResult(result: try await limits.windows(for: user)))
     }
+
+    /// Seed 004's `healthCheck`: `{status: healthy|unhealthy, message, timestamp}`. Healthy when the store is
+    /// reachable and every configured provider answers.
+    func healthCheck(_ body: ByteBuffer, context: APIContext) async throws -> Response {
+        _ = try NoArguments.decode(body)
+        let report = await health.report()
+        let unreachable = report.providers.filter { !$0.reachable }
+        let healthy = report.store == "reachable" && unreachable.isEmpty
+        var parts = ["store \(report.store)"]
+        parts += report.providers.map { "\($0.role) provider \($0.name) \($0.reachable ? "reachable" : "unreachable")" }
+        return try context.json(CallableResult(result: HealthCheckResult(status: healthy ? "healthy" : "unhealthy",
+                                                                          message: parts.joined(separator: "; "),
+                                                                          timestamp: CaptionRoutes.timestamp(now()))))
+    }
+
+    /// Seed 004's `deleteProfilePicture`: erases the user's profile picture, the image uploaded as
+    /// `pending/{userId}/profile_{userId}` (the seed's `profile_{userId}.jpg`), with every file of it. Users delete
+    /// their own; a backend names the user.
+    func deleteProfilePicture(_ body: ByteBuffer, context: APIContext) async throws -> Response {
+        let userId = try ProfilePictureArguments.decode(body).userId
+        let by: String
+        switch context.principal {
+        case let .user(id)?:
+            guard userId == id else { throw APIError(.permissionDenied, "users delete only their own profile picture") }
+            by = id
+        case let .app(actingFor)?:
+            by = actingFor.map { "app for \($0)" } ?? "app"
+        case nil:
+            throw APIError(.unauthenticated, "missing credentials")
+        }
+        if let problem = Identifiers.problem(with: userId, role: "data.userId") { throw APIError(.invalidArgument, problem) }
+        guard let image = ImageRef(userId: userId, imageId: "profile_\(userId)") else {
+            throw APIError(.invalidArgument, "data.userId is too long for a profile picture id (profile_{userId} must be at most 128 characters)")
+        }
+        let summary = try await services.erasure.erase(image.itemID, by: by, reason: "deleteProfilePicture", at: now())
+        return try context.json(CallableResult(result: DeletionResult(success: true, deleted: summary != nil)))
+    }
+}
+
+struct DeletionResult: Encodable {
+    var success: Bool
+    var deleted: Bool
+}
+
+struct HealthCheckResult: Encodable {
+    var status: String
+    var message: String
+    var timestamp: String
 }
 
 struct ReportResult: Encodable {

@@ -5,16 +5,16 @@ import NIOCore
 import SluiceCore
 import SluicePipeline
 
-/// `POST /api/generateCaption`, as the seed Caption Generation API: `X-App-Token`, body
-/// `{"imageData": base64, "mimeType": "image/jpeg|png|webp|heic"}`, at most 5 MB of image, 60 requests per
-/// minute per client address. The image runs through the image pipeline's own sniff, limits, decode and caption
-/// stages (the daemon's), so it is checked like an upload (magic bytes must match `mimeType`, header limits
-/// before decoding) and the provider gets the same metadata-free JPEG the daemon sends: no GPS or other EXIF
-/// leaves the machine.
+/// `POST /api/generateCaption`, exactly as the seed Caption Generation API: `X-App-Token`, body
+/// `{"imageData": base64, "mimeType": "image/jpeg|png|webp|heic"}` (at most 5 MB after base64 encoding),
+/// `limits.rate.caption` per client address (seed: 60 per minute) with `X-RateLimit-*` headers. The image runs
+/// through the image pipeline's own sniff, limits, decode and caption stages (the daemon's), so it is checked like
+/// an upload and the provider gets the same metadata-free JPEG the daemon sends: no GPS or other EXIF leaves the
+/// machine.
 struct CaptionRoutes {
     static let mimeTypes: [String: ImageFormat] = ["image/jpeg": .jpeg, "image/png": .png, "image/webp": .webp, "image/heic": .heif]
-    static let maxImageBytes = 5 * 1024 * 1024
-    static let perMinute = 60
+    /// The seed: "Maximum 5MB after base64 encoding".
+    static let maxBase64Bytes = 5 * 1024 * 1024
 
     let services: APIServices
     let limits: RateLimits
@@ -37,25 +37,38 @@ struct CaptionRoutes {
             throw CaptionAPIError(.auth, "X-App-Token header with a valid app token is required")
         }
         let client = context.clientAddress ?? "unknown"
-        let limit = try await services.store.consumeRateLimit(key: "caption:\(client)", limit: Self.perMinute, windowSeconds: 60, now: now())
-        guard limit.allowed else {
-            throw CaptionAPIError(.rate, "caption limit of \(Self.perMinute) per minute reached for \(client); resets at \(limit.resetAt.formatted(.iso8601))",
-                                  headers: limits.retryAfter(limit))
+        let rule = services.config.limits.rate.caption
+        let limit = try await services.store.consumeRateLimit(key: "caption:\(client)", limit: rule.limit, windowSeconds: rule.windowSeconds,
+                                                             now: now())
+        let rateHeaders = Self.rateLimitHeaders(limit)
+        do {
+            guard limit.allowed else {
+                throw CaptionAPIError(.rate, "caption limit of \(rule.limit) per \(rule.windowSeconds) s reached for \(client); resets at \(limit.resetAt.formatted(.iso8601))",
+                                      headers: limits.retryAfter(limit))
+            }
+            var response = try await caption(request, context: context, started: started)
+            for field in rateHeaders { response.headers.append(field) }
+            return response
+        } catch var error as CaptionAPIError {
+            for field in rateHeaders { error.headers.append(field) }
+            throw error
         }
-        // Base64 of 5 MB plus the JSON around it.
+    }
+
+    private func caption(_ request: Request, context: APIContext, started: ContinuousClock.Instant) async throws -> Response {
         let body: ByteBuffer
-        do { body = try await request.body.collect(upTo: Self.maxImageBytes / 3 * 4 + 64 * 1024) } catch {
-            throw CaptionAPIError(.validation, "request body is too large: the image must be at most 5 MB")
+        do { body = try await request.body.collect(upTo: Self.maxBase64Bytes + 64 * 1024) } catch {
+            throw CaptionAPIError(.validation, "request body is too large: imageData must be at most 5 MB after base64 encoding")
         }
         let fields = try Self.decode(body)
         guard let declared = Self.mimeTypes[fields.mimeType.lowercased()] else {
             throw CaptionAPIError(.validation, "mimeType \(Identifiers.printable(fields.mimeType)) is not supported; use image/jpeg, image/png, image/webp or image/heic")
         }
         guard !fields.imageData.isEmpty else { throw CaptionAPIError(.validation, "imageData must be a non-empty base64 string") }
-        guard let image = Self.decodeBase64(fields.imageData) else { throw CaptionAPIError(.validation, "imageData is not valid base64") }
-        guard image.count <= Self.maxImageBytes else {
-            throw CaptionAPIError(.validation, "image is \(image.count) bytes, over the 5 MB (\(Self.maxImageBytes) bytes) limit")
+        guard fields.imageData.utf8.count <= Self.maxBase64Bytes else {
+            throw CaptionAPIError(.validation, "imageData is \(fields.imageData.utf8.count) bytes, over the 5 MB limit after base64 encoding")
         }
+        guard let image = Self.decodeBase64(fields.imageData) else { throw CaptionAPIError(.validation, "imageData is not valid base64") }
         let sniffed: ImageFormat
         do throws(ImagingError) { sniffed = try services.images.processor.sniff(image) } catch {
             throw CaptionAPIError(.validation, "imageData is not a supported image: \(error.message)")
@@ -63,7 +76,6 @@ struct CaptionRoutes {
         guard sniffed == declared else {
             throw CaptionAPIError(.validation, "imageData is \(sniffed.rawValue) but mimeType says \(fields.mimeType)")
         }
-        let mimeType = fields.mimeType
         let run = await services.images.captioning.run(ImageUpload(image: nil, bytes: image), context: .intake)
         let caption: Caption
         switch run.end {
@@ -84,17 +96,51 @@ struct CaptionRoutes {
                 throw CaptionAPIError(.ai, "captioning did not run")
             }
         }
-        let requestId = "req_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let elapsed = (ContinuousClock.now - started).milliseconds
+        let requestId = Self.requestId(at: now())
+        let elapsed = Int((ContinuousClock.now - started).milliseconds.rounded())
+        let usage = caption.usage
         let envelope = CaptionSuccess(
-            data: .init(caption: caption.caption, provider: caption.provider, model: caption.model, confidence: nil,
-                        usage: caption.usage, processingTime: Int(elapsed.rounded()), requestId: requestId),
-            metadata: .init(timestamp: now().formatted(.iso8601), mimeType: mimeType.lowercased(), imageBytes: image.count,
-                            providerTimeMs: Int(caption.processingTimeMs.rounded()), rateLimit: .init(limit: Self.perMinute,
-                            remaining: limit.remaining, resetAt: limit.resetAt.formatted(.iso8601))))
+            data: .init(caption: caption.caption, provider: Self.displayName(caption.provider), model: caption.model,
+                        confidence: (caption.confidence ?? .unknown).rawValue,
+                        usage: usage.inputTokens.flatMap { prompt in
+                            usage.outputTokens.map { .init(prompt_tokens: prompt, completion_tokens: $0, total_tokens: usage.totalTokens ?? prompt + $0) }
+                        },
+                        processingTime: "\(elapsed)ms", requestId: requestId),
+            metadata: .init(timestamp: Self.timestamp(now()), provider: caption.provider, requestId: requestId, processingTime: elapsed,
+                            imageSize: image.count, mimeType: fields.mimeType.lowercased()))
         var response = try context.json(envelope)
         response.headers.set(SluiceHeader.requestId, to: requestId)
         return response
+    }
+
+    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).
+    static func rateLimitHeaders(_ state: RateLimitState) -> [HTTPField] {
+        [("X-RateLimit-Limit", "\(state.limit)"), ("X-RateLimit-Remaining", "\(state.remaining)"),
+         ("X-RateLimit-Reset", "\(Int(state.resetAt.timeIntervalSince1970))")].compactMap { name, value in
+            HTTPField.Name(name).map { HTTPField(name: $0, value: value) }
+        }
+    }
+
+    /// `req_{milliseconds}_{random}`, the seed's shape.
+    static func requestId(at date: Date) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        let suffix = String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
+        return "req_\(Int64(date.timeIntervalSince1970 * 1000))_\(suffix)"
+    }
+
+    /// ISO 8601 with milliseconds, UTC: `2024-01-15T10:30:45.123Z`.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+
+    /// How `data.provider` names the adapter (`metadata.provider` keeps its config name).
+    static func displayName(_ provider: String) -> String {
+        switch provider {
+        case CaptionProviderKind.openAICompatible.rawValue: "OpenAI-compatible"
+        case CaptionProviderKind.anthropic.rawValue: "Anthropic"
+        case CaptionProviderKind.gemini.rawValue: "Gemini"
+        default: provider
+        }
     }
 
     /// The body's two fields, or what was wrong with it.
@@ -126,18 +172,28 @@ struct CaptionRoutes {
     }
 }
 
-/// `{success: true, data: {…}, metadata: {…}}`.
+/// The seed's success envelope: `{success: true, data: {…}, metadata: {…}}`.
 struct CaptionSuccess: Encodable {
+    struct Usage: Encodable {
+        var prompt_tokens: Int
+        var completion_tokens: Int
+        var total_tokens: Int
+    }
+
     struct Payload: Encodable {
         var caption: String
+        /// The provider as people name it (`OpenAI-compatible`, `Anthropic`, `Gemini`).
         var provider: String
         var model: String
-        /// LLM captioners report no confidence; null rather than an invented number.
-        var confidence: Double?
-        var usage: CaptionUsage
-        /// Milliseconds for the whole request (checks, re-encoding and the provider call).
-        var processingTime: Int
+        /// `high`, `medium`, `low` from token log-probabilities when the provider reports them, else `unknown`.
+        var confidence: String
+        /// Null when the provider reported no token counts.
+        var usage: Usage?
+        /// The whole request, e.g. `"2847ms"`.
+        var processingTime: String
         var requestId: String
+
+        enum CodingKeys: String, CodingKey { case caption, provider, model, confidence, usage, processingTime, requestId }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -149,22 +205,18 @@ struct CaptionSuccess: Encodable {
             try c.encode(processingTime, forKey: .processingTime)
             try c.encode(requestId, forKey: .requestId)
         }
-
-        enum CodingKeys: String, CodingKey { case caption, provider, model, confidence, usage, processingTime, requestId }
     }
 
     struct Metadata: Encodable {
-        struct RateLimit: Encodable {
-            var limit: Int
-            var remaining: Int
-            var resetAt: String
-        }
-
         var timestamp: String
+        /// The adapter's config name (`openai-compatible`, `anthropic`, `gemini`).
+        var provider: String
+        var requestId: String
+        /// Milliseconds for the whole request.
+        var processingTime: Int
+        /// Bytes of the decoded image.
+        var imageSize: Int
         var mimeType: String
-        var imageBytes: Int
-        var providerTimeMs: Int
-        var rateLimit: RateLimit
     }
 
     var success = true

@@ -16,14 +16,14 @@ struct FileRoutes {
     }
 
     func image(_ request: Request, context: APIContext) async throws -> Response {
-        let folder = try context.parameters.require("folder")
-        let userId = try context.parameters.require("userId")
-        let file = try context.parameters.require("file")
+        let folder = try context.pathParameter("folder")
+        let userId = try context.pathParameter("userId")
+        let file = try context.pathParameter("file")
         guard folder == "approved" || folder == "thumbnails" else { throw APIError(.notFound, "no such image folder \(Identifiers.printable(folder))") }
         guard file.hasSuffix(".jpg") else { throw APIError(.notFound, "images are served as {imageId}.jpg") }
         let image = try APIValidation.image(userId: userId, imageId: String(file.dropLast(4)))
         guard let item = try await services.store.item(image.itemID), item.status == .approved,
-              context.principal?.maySee(owner: item.userId) == true,
+              context.principal?.maySeeApproved(owner: item.userId, visibility: services.config.api.images.visibility) == true,
               let relative = folder == "approved" ? item.outputs.approved : item.outputs.thumbnail else {
             throw APIError(.notFound, "no approved image \(image)")
         }

@@ -36,6 +36,12 @@ struct HealthRoutes {
     }
 
     func health(_ request: Request, context: APIContext) async throws -> Response {
+        let report = await report()
+        return try context.json(report, status: report.store == "reachable" ? .ok : .serviceUnavailable)
+    }
+
+    /// The store's and every provider's state, as `/healthz` and the `healthCheck` callable report it.
+    func report() async -> HealthResponse {
         let storeOK = (try? await services.store.countsByStatus()) != nil
         let reachability = await probe.check(now: now())
         let circuits = storeOK ? await circuitStates() : [:]
@@ -47,8 +53,7 @@ struct HealthRoutes {
         }
         let degraded = providers.contains { !$0.reachable || $0.circuit.values.contains("open") }
         let status = !storeOK ? "unavailable" : degraded ? "degraded" : "ok"
-        return try context.json(HealthResponse(status: status, store: storeOK ? "reachable" : "unreachable", providers: providers),
-                        status: storeOK ? .ok : .serviceUnavailable)
+        return HealthResponse(status: status, store: storeOK ? "reachable" : "unreachable", providers: providers)
     }
 
     /// provider → process → state, from `sluice_provider_circuit_state` in this process and the published snapshots.

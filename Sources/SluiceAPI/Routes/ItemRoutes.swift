@@ -1,34 +1,157 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import SluiceCore
+import SluicePipeline
 
-/// `GET /v1/items/{textId}` and `GET /v1/items/{userId}/{imageId}`: an item's status as apps read it.
+/// An item's status as apps read it (`GET /v1/items/{textId}`, `GET /v1/items/{userId}/{imageId}`), live as
+/// Server-Sent Events (`…/events`), and deletion on request (`DELETE`, app token).
 struct ItemRoutes {
     let services: APIServices
+    let now: @Sendable () -> Date
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
         routes.get("/v1/items/:id", use: textItem)
         routes.get("/v1/items/:id/:imageId", use: imageItem)
+        routes.get("/v1/items/:id/:imageId/events", use: events)
+        routes.delete("/v1/items/:id", use: deleteText)
+        routes.delete("/v1/items/:id/:imageId", use: deleteImage)
+        routes.delete("/v1/users/:userId", use: deleteUser)
         return routes
     }
 
     func textItem(_ request: Request, context: APIContext) async throws -> Response {
-        try await item(ItemID(try context.parameters.require("id")), context: context)
+        try await item(try Self.textID(context), context: context)
+    }
+
+    /// A text item's id from the path: `[A-Za-z0-9_.:-]{1,128}`.
+    static func textID(_ context: APIContext) throws -> ItemID {
+        let raw = try context.pathParameter("id")
+        guard Identifiers.isValidTextID(raw) else { throw APIError(.invalidArgument, "text id \(Identifiers.printable(raw)) is not valid: it must match [A-Za-z0-9_.:-]{1,128}") }
+        return ItemID(raw)
     }
 
     func imageItem(_ request: Request, context: APIContext) async throws -> Response {
         // `/v1/items/{userId}/{imageId}`: the first segment shares the name `id` with `/v1/items/{textId}`.
-        let image = try APIValidation.image(userId: try context.parameters.require("id"), imageId: try context.parameters.require("imageId"))
+        let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
         return try await item(image.itemID, context: context)
     }
 
     private func item(_ id: ItemID, context: APIContext) async throws -> Response {
-        guard id.rawValue.utf8.count <= 257, !id.rawValue.contains("..") else { throw APIError(.invalidArgument, "item id is not valid") }
-        guard let item = try await services.store.item(id), context.principal?.maySee(owner: item.userId) == true else {
+        try context.json(ItemResponse(try await visibleItem(id, context: context)))
+    }
+
+    /// The item when this caller may see it: their own, anything for an app, approved images for every signed-in
+    /// user under `authenticated` visibility. Otherwise NOT_FOUND (existence is not disclosed).
+    private func visibleItem(_ id: ItemID, context: APIContext) async throws -> Item {
+        guard let item = try await services.store.item(id), let principal = context.principal,
+              principal.maySee(owner: item.userId)
+                || (item.kind == .image && item.status == .approved
+                    && principal.maySeeApproved(owner: item.userId, visibility: services.config.api.images.visibility)) else {
             throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
         }
-        return try context.json(ItemResponse(item))
+        return item
+    }
+
+    // MARK: Live status
+
+    /// Server-Sent Events: `event: status` with the item (as `GET` answers it) now and at every change of status;
+    /// the stream ends at a final status (approved, blocked, rejected) or after `api.events.timeoutSeconds`. An upload
+    /// still in pending/ that the daemon has not picked up yet is reported as pending.
+    func events(_ request: Request, context: APIContext) async throws -> Response {
+        let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
+        let first: ItemResponse
+        if let item = try? await visibleItem(image.itemID, context: context) {
+            first = ItemResponse(item)
+        } else if context.principal?.maySee(owner: image.userId) == true, !services.layout.pendingUploads(of: image).isEmpty {
+            first = ItemResponse(pendingUpload: image, at: now())
+        } else {
+            throw APIError(.notFound, "no item \(Identifiers.printable(image.itemID.rawValue))")
+        }
+        let store = services.store
+        let settings = services.config.api.events
+        let principal = context.principal
+        let visibility = services.config.api.images.visibility
+        let body = ResponseBody { writer in
+            let clock = ContinuousClock()
+            let deadline = clock.now + .milliseconds(Int64(settings.timeoutSeconds * 1000))
+            var last = first
+            var lastSent = clock.now
+            try await writer.write(Self.event(first))
+            while !Self.isFinal(last.status), clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(settings.pollMilliseconds))
+                let current = try? await store.item(image.itemID)
+                if let current, principal?.maySee(owner: current.userId) == true
+                    || (current.status == .approved && principal?.maySeeApproved(owner: current.userId, visibility: visibility) == true),
+                   current.status != last.status || current.updatedAt != last.updatedAt {
+                    let response = ItemResponse(current)
+                    if response.status != last.status {
+                        try await writer.write(Self.event(response))
+                        lastSent = clock.now
+                    }
+                    last = response
+                } else if clock.now - lastSent > .seconds(15) {
+                    try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    lastSent = clock.now
+                }
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+    }
+
+    static func isFinal(_ status: ItemStatus) -> Bool { status == .approved || status == .blocked || status == .rejected }
+
+    static func event(_ item: ItemResponse) throws -> ByteBuffer {
+        let data = try APIJSONEncoder().data(item)
+        return ByteBuffer(string: "event: status\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+    }
+
+    // MARK: Deletion
+
+    func deleteText(_ request: Request, context: APIContext) async throws -> Response {
+        try await erase(try Self.textID(context), context: context)
+    }
+
+    func deleteImage(_ request: Request, context: APIContext) async throws -> Response {
+        let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
+        return try await erase(image.itemID, context: context)
+    }
+
+    /// Every file and item of a user (their reports keep no trace of them either).
+    func deleteUser(_ request: Request, context: APIContext) async throws -> Response {
+        let userId = try context.pathParameter("userId")
+        try APIValidation.segment(userId, "userId")
+        let by = try Self.backend(context)
+        let summary = try await services.erasure.eraseUser(userId, by: by, reason: "user erased through the API", at: now())
+        return try context.json(ErasureResult(summary))
+    }
+
+    private func erase(_ id: ItemID, context: APIContext) async throws -> Response {
+        let by = try Self.backend(context)
+        guard let summary = try await services.erasure.erase(id, by: by, reason: "erased through the API", at: now()) else {
+            throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
+        }
+        return try context.json(ErasureResult(summary))
+    }
+
+    /// Erasure is for backends (app tokens); it is recorded as done by `app` (acting for a user when one is named).
+    static func backend(_ context: APIContext) throws -> String {
+        guard case let .app(actingFor) = context.principal else {
+            throw APIError(.permissionDenied, "only a backend (app token) may erase items")
+        }
+        return actingFor.map { "app for \($0)" } ?? "app"
+    }
+}
+
+struct ErasureResult: Encodable {
+    var erased: [ItemID]
+    var files: Int
+
+    init(_ summary: Erasure.Summary) {
+        erased = summary.items
+        files = summary.files
     }
 }
 
@@ -46,6 +169,17 @@ struct ItemResponse: Encodable {
     var text: TextVerdict?
     var createdAt: Date
     var updatedAt: Date
+
+    /// An upload the daemon has not picked up yet.
+    init(pendingUpload image: ImageRef, at date: Date) {
+        id = image.itemID
+        kind = .image
+        userId = image.userId
+        status = .pending
+        imageStatus = "pending"
+        createdAt = date
+        updatedAt = date
+    }
 
     init(_ item: Item) {
         id = item.id

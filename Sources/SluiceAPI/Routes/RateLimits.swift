@@ -2,37 +2,39 @@ import Foundation
 import HTTPTypes
 import SluiceCore
 
-/// The seed's per-user limits: uploads 20 per hour, text messages 60 per minute, reports 10 per hour. Counters
-/// live in the store so several API processes agree.
+/// The per-user limits (`limits.rate.*`, defaults as the seed: uploads 20 per hour, text messages 60 per minute,
+/// reports 10 per hour; priority checks 60 per minute). Counters live in the store so several API processes agree.
 struct RateLimits: Sendable {
     enum Limit: String, CaseIterable {
         case imageUpload = "image_upload"
         case textMessage = "text_message"
         case report
-
-        var limit: Int {
-            switch self {
-            case .imageUpload: 20
-            case .textMessage: 60
-            case .report: 10
-            }
-        }
-
-        var windowSeconds: Int { self == .textMessage ? 60 : 3600 }
+        case detectPriority = "detect_priority"
     }
 
     let store: any StatusStore
+    let config: RateLimitsConfig
     let now: @Sendable () -> Date
+
+    func rule(_ limit: Limit) -> RateLimitRule {
+        switch limit {
+        case .imageUpload: config.imageUpload
+        case .textMessage: config.textMessage
+        case .report: config.report
+        case .detectPriority: config.detectPriority
+        }
+    }
 
     /// Counts a request for the caller's user; over the limit is RESOURCE_EXHAUSTED with `resetAt`. Limits are per
     /// user: a trusted backend not acting for a user (no `X-User-Id`) is not limited.
     func consume(_ limit: Limit, context: APIContext) async throws {
         guard let user = context.principal?.userId else { return }
-        let state = try await store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
-                                                     windowSeconds: limit.windowSeconds, now: now())
+        let rule = rule(limit)
+        let state = try await store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: rule.limit, windowSeconds: rule.windowSeconds,
+                                                     now: now())
         guard state.allowed else {
             throw APIError(.resourceExhausted,
-                           "\(limit.rawValue) limit of \(limit.limit) per \(limit.windowSeconds == 60 ? "minute" : "hour") reached; resets at \(state.resetAt.formatted(.iso8601))",
+                           "\(limit.rawValue) limit of \(rule.limit) per \(Self.window(rule.windowSeconds)) reached; resets at \(state.resetAt.formatted(.iso8601))",
                            headers: retryAfter(state))
         }
     }
@@ -41,8 +43,9 @@ struct RateLimits: Sendable {
     func windows(for user: String) async throws -> [String: RateLimitState] {
         var windows: [String: RateLimitState] = [:]
         for limit in Limit.allCases {
-            windows[limit.rawValue] = try await store.rateLimit(key: "\(limit.rawValue):\(user)", limit: limit.limit,
-                                                                windowSeconds: limit.windowSeconds, now: now())
+            let rule = rule(limit)
+            windows[limit.rawValue] = try await store.rateLimit(key: "\(limit.rawValue):\(user)", limit: rule.limit,
+                                                                windowSeconds: rule.windowSeconds, now: now())
         }
         return windows
     }
@@ -50,5 +53,14 @@ struct RateLimits: Sendable {
     /// `Retry-After` in whole seconds (at least 1) until a limit's window resets.
     func retryAfter(_ state: RateLimitState) -> HTTPFields {
         [.retryAfter: "\(max(1, Int(state.resetAt.timeIntervalSince(now()).rounded(.up))))"]
+    }
+
+    static func window(_ seconds: Int) -> String {
+        switch seconds {
+        case 60: "minute"
+        case 3600: "hour"
+        case 86_400: "day"
+        default: "\(seconds) s"
+        }
     }
 }

@@ -1,23 +1,38 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 import SluiceCore
 
-/// `POST /v1/uploads/{userId}` with the image as the body: checked by magic bytes, written into pending/ the way
-/// `OutputLayout` writes every file (temp → fsync → rename); the daemon moderates it.
+/// Uploads into pending/ for the daemon, written the way `OutputLayout` writes every file (temp → fsync →
+/// rename): `POST /v1/uploads/{userId}` (Sluice picks the image id) and `PUT /v1/uploads/{userId}/{imageId}`
+/// (the client's id, as the seed's storage path `pending/{userId}/{imageId}`).
 struct UploadRoutes {
     let services: APIServices
     let limits: RateLimits
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
-        routes.post("/v1/uploads/:userId", use: upload)
+        routes.post("/v1/uploads/:userId", use: post)
+        routes.put("/v1/uploads/:userId/:imageId", use: put)
         return routes
     }
 
-    func upload(_ request: Request, context: APIContext) async throws -> Response {
-        let userId = try context.parameters.require("userId")
-        try APIValidation.segment(userId, "userId")
+    func post(_ request: Request, context: APIContext) async throws -> Response {
+        let userId = try context.pathParameter("userId")
+        let imageId = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        return try await upload(request, context: context, userId: userId, imageId: imageId)
+    }
+
+    /// 201 for a new upload; 200 when the same bytes are already pending under this id; 409 when different
+    /// bytes are.
+    func put(_ request: Request, context: APIContext) async throws -> Response {
+        try await upload(request, context: context, userId: try context.pathParameter("userId"),
+                         imageId: try context.pathParameter("imageId"))
+    }
+
+    private func upload(_ request: Request, context: APIContext, userId: String, imageId: String) async throws -> Response {
+        let image = try APIValidation.image(userId: userId, imageId: imageId)
         if case let .user(id) = context.principal, id != userId { throw APIError(.notFound, "users upload only for themselves") }
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("image/") else {
             throw APIError(.invalidArgument, "Content-Type must be an image type")
@@ -25,26 +40,32 @@ struct UploadRoutes {
         let maxBytes = services.config.limits.maxBytes
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: maxBytes) } catch {
-            throw APIError(.invalidArgument, "image is over the \(maxBytes) byte limit")
+            throw APIError(.invalidArgument, "image is over the \(maxBytes) byte limit", status: .contentTooLarge)
         }
         let data = Data(buffer: body)
         let format: ImageFormat
         do throws(ImagingError) { format = try services.images.processor.sniff(data) } catch { throw APIError(.invalidArgument, error.message) }
+        let layout = services.layout
+        if let pending = layout.pendingUploads(of: image).first {
+            guard (try? Data(contentsOf: pending)) == data else {
+                throw APIError(.alreadyExists, "\(image) already has a different upload in progress")
+            }
+            return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"))
+        }
         try await limits.consume(.imageUpload, context: context)
-        let imageId = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        guard let image = ImageRef(userId: userId, imageId: imageId) else { throw APIError(.invalidArgument, "image id is not valid") }
         do {
-            _ = try services.layout.writeUpload(data, as: image, fileExtension: format.fileExtension)
+            _ = try layout.writeUpload(data, as: image, fileExtension: format.fileExtension)
         } catch {
             context.logger.error("upload not stored", metadata: ["error": "\(error)"])
             throw APIError(.internalError, "upload could not be stored")
         }
-        return try context.json(UploadResult(id: image.itemID, imageId: imageId, status: "pending", imageStatus: "pending"), status: .created)
+        return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"), status: .created)
     }
 }
 
 struct UploadResult: Encodable {
     var id: ItemID
+    var userId: String
     var imageId: String
     var status: String
     var imageStatus: String

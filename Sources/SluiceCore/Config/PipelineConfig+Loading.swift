@@ -69,6 +69,32 @@ extension PipelineConfig {
         try require((1...256).contains(caption.maxInFlight), "caption.maxInFlight", "must be 1...256")
         try require(!caption.prompt.isEmpty, "caption.prompt", "must not be empty")
         try require((1...65535).contains(api.port), "api.port", "must be 1...65535")
+        for (name, rule) in limits.rate.all {
+            try require((1...1_000_000).contains(rule.limit), "limits.rate.\(name).limit", "must be 1...1000000")
+            try require((1...86_400).contains(rule.windowSeconds), "limits.rate.\(name).windowSeconds", "must be 1...86400")
+        }
+        if let jwks = api.auth.jwksURL {
+            let url = URL(string: jwks)
+            try require(url?.scheme == "https" || url?.scheme == "http", "api.auth.jwksURL", "\"\(jwks)\" is not an http(s) URL")
+        }
+        try require(api.auth.jwksRefreshSeconds >= 10, "api.auth.jwksRefreshSeconds", "must be ≥ 10")
+        if let project = api.auth.firebaseProjectId {
+            try require(!project.isEmpty && project.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }), "api.auth.firebaseProjectId",
+                        "\"\(project)\" is not a Firebase project id")
+        }
+        try require(api.events.timeoutSeconds > 0 && api.events.timeoutSeconds <= 86_400, "api.events.timeoutSeconds", "must be in 0 < t ≤ 86400")
+        try require((20...60_000).contains(api.events.pollMilliseconds), "api.events.pollMilliseconds", "must be 20...60000")
+        var webhookNames = Set<String>()
+        for (index, hook) in webhooks.enumerated() {
+            let url = URL(string: hook.url)
+            try require((url?.scheme == "https" || url?.scheme == "http") && url?.host?.isEmpty == false, "webhooks[\(index)].url",
+                        "\"\(hook.url)\" is not an http(s) URL")
+            try require(webhookNames.insert(hook.name).inserted, "webhooks[\(index)].name", "\"\(hook.name)\" is used twice")
+            try require(!hook.events.isEmpty, "webhooks[\(index)].events", "name at least one event")
+            try require(hook.secret != nil || hook.secretEnv != nil, "webhooks[\(index)]", "needs a secret or secretEnv to sign deliveries")
+            try require((1...100).contains(hook.maxAttempts), "webhooks[\(index)].maxAttempts", "must be 1...100")
+            try require(hook.timeoutSeconds > 0 && hook.timeoutSeconds <= 120, "webhooks[\(index)].timeoutSeconds", "must be in 0 < t ≤ 120")
+        }
         try require(!api.host.isEmpty, "api.host", "must not be empty")
         try require((1...1_000_000).contains(text.maxLength), "text.maxLength", "must be 1...1000000")
         try require(!text.languages.isEmpty || !text.wordlists.isEmpty, "text.languages", "load at least one language or wordlist")
@@ -140,6 +166,7 @@ private struct ConfigFile: Decodable {
     var caption: CaptionConfig
     var priority: PriorityConfig
     var api: APIConfig
+    var webhooks: [WebhookConfig]
 
     struct StoreSection: Decodable {
         var path: String
@@ -151,7 +178,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks
     }
 
     struct TextSection: Decodable {
@@ -198,6 +225,7 @@ private struct ConfigFile: Decodable {
         caption = try c.value(.caption, default: CaptionConfig())
         priority = try c.value(.priority, default: PriorityConfig())
         api = try c.value(.api, default: APIConfig())
+        webhooks = try c.value(.webhooks, default: [])
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -223,6 +251,8 @@ private struct ConfigFile: Decodable {
         config.caption = caption
         config.priority = priority
         config.api = api
+        if let file = api.auth.jwksFile { config.api.auth.jwksFile = try path(file.relativePath, key: "api.auth.jwksFile") }
+        config.webhooks = webhooks
         return config
     }
 }
@@ -271,7 +301,7 @@ extension ModerationPolicy: Decodable {
 }
 
 extension LimitsConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case maxBytes, maxPixels, failOn, maxMetadataBytes }
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxBytes, maxPixels, failOn, maxMetadataBytes, rate }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -280,7 +310,27 @@ extension LimitsConfig: Decodable {
         v.maxPixels = try c.value(.maxPixels, default: v.maxPixels)
         v.failOn = try c.value(.failOn, default: v.failOn)
         v.maxMetadataBytes = try c.value(.maxMetadataBytes, default: v.maxMetadataBytes)
+        v.rate = try c.value(.rate, default: v.rate)
         self = v
+    }
+}
+
+extension RateLimitsConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = RateLimitsConfig()
+        v.imageUpload = try c.value(.imageUpload, default: v.imageUpload)
+        v.textMessage = try c.value(.textMessage, default: v.textMessage)
+        v.report = try c.value(.report, default: v.report)
+        v.detectPriority = try c.value(.detectPriority, default: v.detectPriority)
+        v.caption = try c.value(.caption, default: v.caption)
+        self = v
+    }
+
+    var all: [(String, RateLimitRule)] {
+        [("imageUpload", imageUpload), ("textMessage", textMessage), ("report", report), ("detectPriority", detectPriority), ("caption", caption)]
     }
 }
 
@@ -321,7 +371,7 @@ extension DaemonConfig: Decodable {
 extension CaptionConfig: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case provider, baseURL, model, apiKeyEnv, prompt, maxTokens, timeoutSeconds, maxAttempts, initialBackoffSeconds,
-             maxBackoffSeconds, maxInFlight, maxResponseBytes, breakerFailures, breakerOpenSeconds
+             maxBackoffSeconds, maxInFlight, maxResponseBytes, breakerFailures, breakerOpenSeconds, logprobs
     }
 
     public init(from decoder: any Decoder) throws {
@@ -342,6 +392,7 @@ extension CaptionConfig: Decodable {
         v.maxResponseBytes = try c.value(.maxResponseBytes, default: v.maxResponseBytes)
         v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
         v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
+        v.logprobs = try c.value(.logprobs, default: v.logprobs)
         self = v
     }
 }
@@ -364,7 +415,9 @@ extension PriorityConfig: Decodable {
 }
 
 extension APIConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case host, port, appTokensEnv, jwtSecretEnv, trustForwardedFor }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case host, port, appTokensEnv, jwtSecretEnv, trustForwardedFor, auth, images, events
+    }
 
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
@@ -375,6 +428,70 @@ extension APIConfig: Decodable {
         v.appTokensEnv = try c.value(.appTokensEnv, default: v.appTokensEnv)
         v.jwtSecretEnv = try c.value(.jwtSecretEnv, default: v.jwtSecretEnv)
         v.trustForwardedFor = try c.value(.trustForwardedFor, default: v.trustForwardedFor)
+        v.auth = try c.value(.auth, default: v.auth)
+        v.images = try c.value(.images, default: v.images)
+        v.events = try c.value(.events, default: v.events)
+        self = v
+    }
+}
+
+extension APIImagesConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case visibility }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = APIImagesConfig()
+        v.visibility = try c.value(.visibility, default: v.visibility)
+        self = v
+    }
+}
+
+extension AuthConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case jwksFile, jwksURL, jwksRefreshSeconds, issuer, audience, firebaseProjectId, allowEmulatorTokens
+    }
+
+    /// `jwksFile` is resolved against the config file's folder by `PipelineConfig.parse`.
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = AuthConfig()
+        v.jwksFile = try c.decodeIfPresent(String.self, forKey: .jwksFile).map { URL(fileURLWithPath: $0) }
+        v.jwksURL = try c.decodeIfPresent(String.self, forKey: .jwksURL)
+        v.jwksRefreshSeconds = try c.value(.jwksRefreshSeconds, default: v.jwksRefreshSeconds)
+        v.issuer = try c.decodeIfPresent(String.self, forKey: .issuer)
+        v.audience = try c.decodeIfPresent(String.self, forKey: .audience)
+        v.firebaseProjectId = try c.decodeIfPresent(String.self, forKey: .firebaseProjectId)
+        v.allowEmulatorTokens = try c.value(.allowEmulatorTokens, default: v.allowEmulatorTokens)
+        self = v
+    }
+}
+
+extension EventsConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case timeoutSeconds, pollMilliseconds }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = EventsConfig()
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        v.pollMilliseconds = try c.value(.pollMilliseconds, default: v.pollMilliseconds)
+        self = v
+    }
+}
+
+extension WebhookConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case name, url, events, secret, secretEnv, maxAttempts, timeoutSeconds }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let url = try c.decode(String.self, forKey: .url)
+        var v = WebhookConfig(name: try c.decodeIfPresent(String.self, forKey: .name) ?? URL(string: url)?.host ?? url, url: url)
+        v.events = try c.value(.events, default: v.events)
+        v.secret = try c.decodeIfPresent(String.self, forKey: .secret)
+        v.secretEnv = try c.decodeIfPresent(String.self, forKey: .secretEnv)
+        v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
+        v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
         self = v
     }
 }

@@ -15,6 +15,7 @@ public struct PipelineConfig: Sendable, Equatable {
     public var caption: CaptionConfig = CaptionConfig()
     public var priority: PriorityConfig = PriorityConfig()
     public var api: APIConfig = APIConfig()
+    public var webhooks: [WebhookConfig] = []
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -128,6 +129,8 @@ public struct LimitsConfig: Sendable, Equatable {
     public var failOn: FailOn = .warning
     /// Largest ICC profile or (decompressed) text metadata an upload may carry: 256 KiB.
     public var maxMetadataBytes: Int = 256 * 1024
+    /// The API's request limits.
+    public var rate = RateLimitsConfig()
     public init() {}
 }
 
@@ -196,6 +199,9 @@ public struct CaptionConfig: Sendable, Equatable {
     public var maxResponseBytes: Int = 1 << 20
     public var breakerFailures: Int = 5
     public var breakerOpenSeconds: Double = 60
+    /// Ask an OpenAI-compatible server for token log-probabilities (`logprobs: true`), from which the caption's
+    /// confidence is derived. Off by default: not every compatible server accepts the field.
+    public var logprobs: Bool = false
 
     public init() {}
 
@@ -242,6 +248,12 @@ public struct PriorityConfig: Sendable, Equatable {
 }
 
 /// `sluice serve`.
+/// `api.images`: who may read approved images (seed 000: every signed-in user).
+public struct APIImagesConfig: Sendable, Equatable {
+    public var visibility: ImageVisibility = .authenticated
+    public init() {}
+}
+
 public struct APIConfig: Sendable, Equatable {
     public var host: String = "127.0.0.1"
     public var port: Int = 8080
@@ -252,5 +264,8 @@ public struct APIConfig: Sendable, Equatable {
     /// Behind a reverse proxy: take the client address for per-IP limits from the first `X-Forwarded-For`
     /// entry instead of the connection's peer. Off by default (a client could forge the header).
     public var trustForwardedFor: Bool = false
+    public var auth = AuthConfig()
+    public var images = APIImagesConfig()
+    public var events = EventsConfig()
     public init() {}
 }

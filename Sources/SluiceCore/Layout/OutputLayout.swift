@@ -50,6 +50,15 @@ public struct OutputLayout: Sendable, Equatable {
 
     public func pendingFolder(for userId: String) -> URL { root.pending.appendingPathComponent(userId) }
 
+    /// Files waiting in pending/ under this image's id: `{imageId}` or `{imageId}.{ext}` (names still being
+    /// written are not counted).
+    public func pendingUploads(of image: ImageRef) -> [URL] {
+        let folder = pendingFolder(for: image.userId)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
+            .filter { !PendingUpload.isInProgress($0) && ($0 == image.imageId || ($0 as NSString).deletingPathExtension == image.imageId) }
+            .map { folder.appendingPathComponent($0) }
+    }
+
     /// A path relative to the data root, as stored and shown.
     public func relative(_ file: URL) -> String { root.relative(file) }
     public func absolute(_ relative: String) -> URL { root.absolute(relative) }
@@ -66,7 +75,7 @@ public struct OutputLayout: Sendable, Equatable {
     /// sees half a file. Fails when that name is already pending.
     public func writeUpload(_ data: Data, as image: ImageRef, fileExtension: String) throws(FileOpError) -> URL {
         let destination = pendingFolder(for: image.userId).appendingPathComponent("\(image.imageId).\(fileExtension)")
-        if FileManager.default.fileExists(atPath: destination.path) {
+        if !pendingUploads(of: image).isEmpty {
             throw FileOpError("write upload", relative(destination), reason: "an upload with that name is already pending")
         }
         try FileOps.writeAtomically(data, to: destination)
@@ -135,6 +144,29 @@ public struct OutputLayout: Sendable, Equatable {
             return StatusMove(item: item, before: [.copy(original, to: kept)],
                               after: kept.standardizedFileURL == original.standardizedFileURL ? [] : [.remove(original)])
         }
+    }
+
+    /// Every file the contract keeps for an image, whatever its status: outputs, kept originals (any extension)
+    /// and pending uploads. What erasure removes.
+    public func files(of image: ImageRef) -> [URL] {
+        var found = [approved(image), thumbnail(image)].filter { FileManager.default.fileExists(atPath: $0.path) }
+        for folder in [root.quarantine, root.review, root.rejected] {
+            let kept = folder.appendingPathComponent(image.userId)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: kept.path)) ?? []
+            where name == image.imageId || (name as NSString).deletingPathExtension == image.imageId {
+                found.append(kept.appendingPathComponent(name))
+            }
+        }
+        return found + pendingUploads(of: image)
+    }
+
+    /// A user's folder in every part of the contract (pending/, approved/, thumbnails/, quarantine/, review/,
+    /// rejected/), where it exists. What erasing a user removes.
+    public func folders(ofUser userId: String) -> [URL] {
+        guard Identifiers.isValidSegment(userId) else { return [] }
+        return [root.pending, root.approved, root.thumbnails, root.quarantine, root.review, root.rejected]
+            .map { $0.appendingPathComponent(userId, isDirectory: true) }
+            .filter { FileManager.default.fileExists(atPath: $0.path) }
     }
 
     /// Files of a committed item that its row no longer points at, e.g. after a run was killed between a commit

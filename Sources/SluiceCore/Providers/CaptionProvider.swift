@@ -13,6 +13,21 @@ public struct CaptionUsage: Sendable, Codable, Equatable {
     }
 }
 
+/// How sure the model was of its own words, when the provider says: from the mean log-probability of the
+/// caption's tokens (≥ −0.3 high, ≥ −1.0 medium, lower low). LLM captioners report no confidence of their own,
+/// so without token log-probabilities it is `unknown`, never invented.
+public enum CaptionConfidence: String, Sendable, Codable, Equatable {
+    case high, medium, low, unknown
+
+    public init(meanLogProbability: Double?) {
+        guard let mean = meanLogProbability, mean.isFinite, mean <= 0 else {
+            self = .unknown
+            return
+        }
+        self = mean >= -0.3 ? .high : mean >= -1.0 ? .medium : .low
+    }
+}
+
 /// A generated caption and what it cost.
 public struct Caption: Sendable, Codable, Equatable {
     public var caption: String
@@ -21,13 +36,17 @@ public struct Caption: Sendable, Codable, Equatable {
     public var usage: CaptionUsage
     /// Wall time of the provider call, retries included, in milliseconds.
     public var processingTimeMs: Double
+    /// nil for captions stored before Sluice kept it (read as `unknown`).
+    public var confidence: CaptionConfidence?
 
-    public init(caption: String, provider: String, model: String, usage: CaptionUsage, processingTimeMs: Double) {
+    public init(caption: String, provider: String, model: String, usage: CaptionUsage, processingTimeMs: Double,
+                confidence: CaptionConfidence = .unknown) {
         self.caption = caption
         self.provider = provider
         self.model = model
         self.usage = usage
         self.processingTimeMs = processingTimeMs
+        self.confidence = confidence
     }
 }
 

@@ -74,6 +74,30 @@ public protocol StatusStore: Sendable {
     /// Replaces `source`'s snapshot (Prometheus text) so another process can serve it.
     func publishMetrics(source: String, body: String, at date: Date) async throws(StoreError)
     func metricsSnapshots() async throws(StoreError) -> [MetricsSnapshot]
+
+    // MARK: Erasure
+
+    /// Erases items (their files are the caller's, through `OutputLayout`): the rows and their history go, a
+    /// tombstone each stays. Returns the items as they were; ids that do not exist are skipped.
+    func eraseItems(_ ids: [ItemID], by: String, reason: String, at date: Date) async throws(StoreError) -> [Item]
+    /// Reports filed by the user lose the user id and description (their targets' reports stay).
+    func anonymizeReports(by userId: String) async throws(StoreError)
+    func tombstones(userId: String?) async throws(StoreError) -> [Tombstone]
+
+    // MARK: Webhook outbox
+
+    func webhookCursor(_ webhook: String) async throws(StoreError) -> WebhookCursor
+    /// Status changes and erasures after `cursor`, oldest first, at most `limit` of each.
+    func webhookSources(after cursor: WebhookCursor, limit: Int) async throws(StoreError) -> (sources: [WebhookSource], cursor: WebhookCursor)
+    /// New deliveries and the webhook's advanced cursor, in one transaction: nothing read is ever lost or queued twice.
+    func enqueueWebhookDeliveries(_ deliveries: [WebhookDelivery], webhook: String, cursor: WebhookCursor) async throws(StoreError)
+    /// Pending deliveries whose next attempt is due, oldest first.
+    func dueWebhookDeliveries(at date: Date, limit: Int) async throws(StoreError) -> [WebhookDelivery]
+    func recordWebhookAttempt(_ id: String, outcome: WebhookAttemptOutcome, at date: Date) async throws(StoreError)
+    /// Newest first, optionally one state.
+    func webhookDeliveries(state: WebhookDeliveryState?, limit: Int) async throws(StoreError) -> [WebhookDelivery]
+    /// Makes failed deliveries (these ids, or all when nil) pending again, due now; returns how many.
+    func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> Int
 }
 
 extension StatusStore {

@@ -10,6 +10,7 @@ struct CaptionEndpoint: Sendable {
     let apiKey: String?
     let prompt: String
     let maxTokens: Int
+    let logprobs: Bool
     let http: ProviderHTTP
     let caller: ResilientCaller
 
@@ -20,6 +21,7 @@ struct CaptionEndpoint: Sendable {
         apiKey = environment[config.effectiveAPIKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
         prompt = config.prompt
         maxTokens = config.maxTokens
+        logprobs = config.logprobs
         http = ProviderHTTP(name: "caption provider (\(provider))", client: client, timeoutSeconds: config.timeoutSeconds,
                             maxResponseBytes: config.maxResponseBytes, secrets: [apiKey])
         caller = ResilientCaller(provider: provider, retry: config.retryPolicy, breaker: config.breakerPolicy,

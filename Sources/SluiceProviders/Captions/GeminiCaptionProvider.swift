@@ -47,6 +47,8 @@ public struct GeminiCaptionProvider: CaptionProvider {
 
             var content: Content?
             var finishReason: String?
+            /// The mean log-probability of the candidate's tokens, when the model reports it.
+            var avgLogprobs: Double?
         }
 
         struct Usage: Decodable {
@@ -82,7 +84,8 @@ public struct GeminiCaptionProvider: CaptionProvider {
             return Caption(caption: text, provider: name, model: model,
                            usage: CaptionUsage(inputTokens: usage?.promptTokenCount, outputTokens: usage?.candidatesTokenCount,
                                                totalTokens: usage?.totalTokenCount),
-                           processingTimeMs: Date().timeIntervalSince(started) * 1000)
+                           processingTimeMs: Date().timeIntervalSince(started) * 1000,
+                           confidence: CaptionConfidence(meanLogProbability: candidate?.avgLogprobs))
         }
     }
 }

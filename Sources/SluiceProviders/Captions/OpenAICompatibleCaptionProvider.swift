@@ -36,12 +36,19 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
         var model: String
         var max_tokens: Int
         var messages: [Message]
+        /// Only sent when `caption.logprobs` is on.
+        var logprobs: Bool?
     }
 
     struct Response: Decodable {
         struct Choice: Decodable {
             struct Message: Decodable { var content: String? }
+            struct LogProbs: Decodable {
+                struct Token: Decodable { var logprob: Double? }
+                var content: [Token]?
+            }
             var message: Message
+            var logprobs: LogProbs?
         }
 
         struct Usage: Decodable {
@@ -60,7 +67,7 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
                 .init(type: "text", text: setup.prompt),
                 .init(type: "image_url", image_url: .init(url: "data:\(mimeType);base64,\(image.base64EncodedString())")),
             ]),
-        ])
+        ], logprobs: setup.logprobs ? true : nil)
         let body = (try? JSONEncoder().encode(request)) ?? Data()
         let headers = setup.apiKey.map { [("Authorization", "Bearer \($0)")] } ?? []
         let started = Date()
@@ -74,7 +81,13 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
             return Caption(caption: text, provider: name, model: model,
                            usage: CaptionUsage(inputTokens: response.usage?.prompt_tokens, outputTokens: response.usage?.completion_tokens,
                                                totalTokens: response.usage?.total_tokens),
-                           processingTimeMs: Date().timeIntervalSince(started) * 1000)
+                           processingTimeMs: Date().timeIntervalSince(started) * 1000,
+                           confidence: CaptionConfidence(meanLogProbability: Self.mean(response.choices.first?.logprobs?.content?.compactMap(\.logprob))))
         }
+    }
+
+    static func mean(_ values: [Double]?) -> Double? {
+        guard let values, !values.isEmpty else { return nil }
+        return values.reduce(0, +) / Double(values.count)
     }
 }

@@ -1,0 +1,223 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import SluiceCore
+
+/// Outbound webhooks from a durable outbox in the store. Each pass turns the status changes and erasures each
+/// webhook has not seen yet into deliveries (queued together with the webhook's advanced cursor, so nothing is
+/// lost or queued twice across a restart), then sends what is due: signed, retried with backoff on network
+/// errors, timeouts, 408, 429 and 5xx until `maxAttempts`, then `failed` (visible in `sluice webhooks list`,
+/// sent again by `sluice webhooks retry`). At least once: a delivery carries the same id on every attempt.
+public struct WebhookDispatcher: Service {
+    public struct Pass: Sendable, Equatable {
+        public var queued = 0
+        public var delivered = 0
+        public var retrying = 0
+        public var failed = 0
+
+        public init(queued: Int = 0, delivered: Int = 0, retrying: Int = 0, failed: Int = 0) {
+            self.queued = queued
+            self.delivered = delivered
+            self.retrying = retrying
+            self.failed = failed
+        }
+    }
+
+    let webhooks: [WebhookConfig]
+    let store: any StatusStore
+    let transport: any WebhookTransport
+    let environment: [String: String]
+    let interval: Duration
+    let now: @Sendable () -> Date
+    let logger: Logger
+
+    public init(webhooks: [WebhookConfig], store: any StatusStore, transport: any WebhookTransport,
+                environment: [String: String] = ProcessInfo.processInfo.environment, interval: Duration = .seconds(1),
+                now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+        self.webhooks = webhooks
+        self.store = store
+        self.transport = transport
+        self.environment = environment
+        self.interval = interval
+        self.now = now
+        self.logger = logger
+    }
+
+    /// Records where each newly configured webhook starts (the present: it hears what happens from now on).
+    /// `sluice run` calls this before any upload is judged, so nothing judged by this run is missed.
+    public func register() async throws {
+        for hook in webhooks {
+            let cursor = try await store.webhookCursor(hook.name)
+            try await store.enqueueWebhookDeliveries([], webhook: hook.name, cursor: cursor)
+        }
+    }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            _ = await pass()
+            let interval = interval
+            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+        _ = await pass()
+    }
+
+    /// Queues what is new and sends what is due, once.
+    @discardableResult
+    public func pass() async -> Pass {
+        var result = Pass()
+        for hook in webhooks {
+            do {
+                result.queued += try await enqueue(hook)
+            } catch {
+                logger.warning("cannot queue webhook deliveries", metadata: ["webhook": "\(hook.name)", "error": "\(error)"])
+            }
+        }
+        do {
+            let due = try await store.dueWebhookDeliveries(at: now(), limit: 200)
+            let outcomes = await withTaskGroup(of: WebhookAttemptOutcome.self, returning: [WebhookAttemptOutcome].self) { group in
+                for delivery in due { group.addTask { await deliver(delivery) } }
+                var outcomes: [WebhookAttemptOutcome] = []
+                for await outcome in group { outcomes.append(outcome) }
+                return outcomes
+            }
+            for outcome in outcomes {
+                switch outcome {
+                case .delivered: result.delivered += 1
+                case .retry: result.retrying += 1
+                case .failed: result.failed += 1
+                }
+            }
+        } catch {
+            logger.warning("cannot read due webhook deliveries", metadata: ["error": "\(error)"])
+        }
+        return result
+    }
+
+    /// One webhook's new history, as deliveries.
+    private func enqueue(_ hook: WebhookConfig) async throws -> Int {
+        var queued = 0
+        var cursor = try await store.webhookCursor(hook.name)
+        while true {
+            let (sources, next) = try await store.webhookSources(after: cursor, limit: 500)
+            let at = now()
+            let deliveries = sources.compactMap { source -> WebhookDelivery? in
+                guard let event = source.event, hook.events.contains(event) else { return nil }
+                let id = "whd_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+                return WebhookDelivery(id: id, webhook: hook.name, event: event, payload: Self.payload(id: id, event: event, source: source, at: at),
+                                       nextAttemptAt: at, createdAt: at)
+            }
+            if deliveries.isEmpty, next == cursor { break }
+            try await store.enqueueWebhookDeliveries(deliveries, webhook: hook.name, cursor: next)
+            queued += deliveries.count
+            if next == cursor { break }
+            cursor = next
+        }
+        return queued
+    }
+
+    private func deliver(_ delivery: WebhookDelivery) async -> WebhookAttemptOutcome {
+        let at = now()
+        let outcome: WebhookAttemptOutcome
+        if let hook = webhooks.first(where: { $0.name == delivery.webhook }), let secret = hook.signingSecret(environment: environment) {
+            let body = Data(delivery.payload.utf8)
+            let headers = [(WebhookSignature.header, WebhookSignature.value(secret: secret, timestamp: Int(at.timeIntervalSince1970), body: body)),
+                           ("X-Sluice-Delivery", delivery.id), ("X-Sluice-Event", delivery.event.rawValue)]
+            if let failure = await transport.post(hook.url, headers: headers, body: body, timeoutSeconds: hook.timeoutSeconds) {
+                let attempts = delivery.attempts + 1
+                if failure.retryable, attempts < hook.maxAttempts {
+                    let delay = WebhookBackoff.delay(afterAttempt: attempts, unitRandom: Double.random(in: 0...1))
+                    outcome = .retry(at: at.addingTimeInterval(delay), error: failure.message)
+                } else {
+                    outcome = .failed(error: failure.retryable ? "\(failure.message) (gave up after \(attempts) attempts)" : failure.message)
+                }
+            } else {
+                outcome = .delivered
+            }
+        } else {
+            outcome = .failed(error: "webhook \(delivery.webhook) is not configured with a signing secret any more")
+        }
+        do {
+            try await store.recordWebhookAttempt(delivery.id, outcome: outcome, at: at)
+        } catch {
+            logger.warning("cannot record a webhook attempt", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
+        }
+        if case let .failed(error) = outcome {
+            logger.warning("webhook delivery failed", metadata: ["delivery": "\(delivery.id)", "webhook": "\(delivery.webhook)", "error": "\(error)"])
+        }
+        return outcome
+    }
+
+    /// `{id, type, createdAt, data}`: `data` is the item's state (`id`, `kind`, `userId`, `status`, `previousStatus`,
+    /// `imageStatus`, `reason`, `at`) or, for `item.deleted`, who erased it (`erasedBy`, `reason`, `at`).
+    static func payload(id: String, event: WebhookEvent, source: WebhookSource, at: Date) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = WebhookPayload(id: id, type: event.rawValue, createdAt: timestamp(at), data: .init(source))
+        return String(decoding: (try? encoder.encode(body)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+struct WebhookPayload: Encodable {
+    struct ItemChange: Encodable {
+        var id: String
+        var kind: String
+        var userId: String
+        var at: String
+        var status: String?
+        var previousStatus: String?
+        var imageStatus: String?
+        var erasedBy: String?
+        var reason: String?
+        let erased: Bool
+
+        init(_ source: WebhookSource) {
+            id = source.itemId.rawValue
+            kind = source.kind.rawValue
+            userId = source.userId
+            at = WebhookDispatcher.timestamp(source.at)
+            reason = source.reason
+            switch source.change {
+            case let .status(status, previous):
+                erased = false
+                self.status = status.rawValue
+                previousStatus = previous?.rawValue
+                imageStatus = switch status {
+                case .approved: "approved"
+                case .pending, .review: "pending"
+                case .blocked, .rejected: "blocked"
+                }
+            case let .erased(by):
+                erased = true
+                erasedBy = by
+            }
+        }
+
+        enum CodingKeys: String, CodingKey { case id, kind, userId, at, status, previousStatus, imageStatus, erasedBy, reason }
+
+        /// Every field of its kind is present, `null` when unknown.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(userId, forKey: .userId)
+            try c.encode(at, forKey: .at)
+            try c.encode(reason, forKey: .reason)
+            if erased {
+                try c.encode(erasedBy, forKey: .erasedBy)
+            } else {
+                try c.encode(status, forKey: .status)
+                try c.encode(previousStatus, forKey: .previousStatus)
+                try c.encode(imageStatus, forKey: .imageStatus)
+            }
+        }
+    }
+
+    var id: String
+    var type: String
+    var createdAt: String
+    var data: ItemChange
+}

@@ -1,0 +1,53 @@
+import Foundation
+import SluiceCore
+
+/// Deletion on request: every file of an item (approved, thumbnail, quarantine, review, rejected, pending) and its
+/// row and history; a tombstone (who, when, content hash) stays for audit, and webhooks hear `item.deleted`.
+/// Files go first, so a run that is interrupted can simply be repeated.
+public struct Erasure: Sendable {
+    public struct Summary: Sendable, Codable, Equatable {
+        public var items: [ItemID] = []
+        public var files = 0
+    }
+
+    let store: any StatusStore
+    let layout: OutputLayout
+
+    public init(store: any StatusStore, layout: OutputLayout) {
+        self.store = store
+        self.layout = layout
+    }
+
+    /// One item: an image (`{userId}/{imageId}`) or a text item. Nil when there was nothing to erase.
+    public func erase(_ id: ItemID, by: String, reason: String, at date: Date = Date()) async throws -> Summary? {
+        var summary = Summary()
+        if let image = id.image {
+            for file in layout.files(of: image) {
+                try FileOps.remove(file)
+                summary.files += 1
+            }
+        }
+        summary.items = try await store.eraseItems([id], by: by, reason: reason, at: date).map(\.id)
+        return summary.items.isEmpty && summary.files == 0 ? nil : summary
+    }
+
+    /// Everything of one user: their folders in every part of the contract, every item, and their name on the
+    /// reports they filed.
+    public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
+        var summary = Summary()
+        for folder in layout.folders(ofUser: userId) {
+            let files = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String]) ?? []
+            summary.files += files.filter { FileType(at: folder.appendingPathComponent($0)) == .regular }.count
+            do {
+                try FileManager.default.removeItem(at: folder)
+            } catch {
+                throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
+            }
+            FileOps.syncFolder(folder.deletingLastPathComponent())
+        }
+        let ids = try await store.itemIDs(matching: ItemFilter(userId: userId))
+        summary.items = try await store.eraseItems(ids, by: by, reason: reason, at: date).map(\.id)
+        try await store.anonymizeReports(by: userId)
+        return summary
+    }
+}

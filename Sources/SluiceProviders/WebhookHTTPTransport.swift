@@ -1,0 +1,30 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import SluiceCore
+
+/// Webhook deliveries over AsyncHTTPClient: a POST with a JSON body, any 2xx is delivered.
+public struct WebhookHTTPTransport: WebhookTransport {
+    let client: HTTPClient
+
+    public init(client: HTTPClient = .shared) { self.client = client }
+
+    public func post(_ url: String, headers: [(String, String)], body: Data, timeoutSeconds: Double) async -> WebhookTransportFailure? {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "sluice-webhooks")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(data: body))
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(timeoutSeconds * 1000)))
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            let code = Int(response.status.code)
+            if (200..<300).contains(code) { return nil }
+            return WebhookTransportFailure(message: "HTTP \(code)", retryable: code == 408 || code == 429 || code >= 500)
+        } catch {
+            return WebhookTransportFailure(message: "unreachable: \(error)", retryable: true)
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SluiceAPI
+import SluiceCore
+import SluiceServices
+import SluiceTesting
+import Testing
+
+/// Deletion on request, as the files on disk and the store show it: every file of an item or a user goes, the
+/// rows' content goes, a tombstone (who, when, hash) stays; only backends may erase.
+@Suite(.serialized) struct ErasureTests {
+    static let blocking = SafeSearch(adult: .veryLikely, spoof: .unlikely, medical: .unlikely, violence: .unlikely, racy: .veryLikely)
+
+    /// frank: an approved image (+ thumbnail), a blocked one (quarantine), a pending upload and a text message;
+    /// grace: one approved image that must survive.
+    static func seed(_ root: TemporaryDataRoot) async throws -> any StatusStore {
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let blocked = try await FakeVisionServer.always(blocking)
+        defer { blocked.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "frank", name: "ok.jpg")
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "grace", name: "keep.jpg")
+        let queue = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
+        try Data(#"{"id": "m-1", "userId": "frank", "text": "see you at noon"}"#.utf8).write(to: queue.appendingPathComponent("q.jsonl"))
+        _ = try await runOnce(root, server: clean)
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "frank", name: "bad.png")
+        let store = try await runOnce(root, server: blocked)
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "frank", name: "waiting.png")
+        #expect(try await store.item("m-1")?.userId == "frank")
+        return store
+    }
+
+    static func files(_ root: TemporaryDataRoot, of user: String) -> [String] {
+        root.allFiles().filter { $0.split(separator: "/").dropLast().last.map(String.init) == user }.sorted()
+    }
+
+    static func application(_ root: TemporaryDataRoot) throws -> some ApplicationProtocol {
+        let config = root.config(endpoint: "http://127.0.0.1:9/v1")
+        return buildApplication(services: try Services.live(config: config, environment: [:], logger: quietLogger).api(),
+                                environment: SeedClientTests.environment, logger: quietLogger)
+    }
+
+    @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
+        let root = try TemporaryDataRoot()
+        let store = try await Self.seed(root)
+        #expect(Self.files(root, of: "frank") == ["approved/frank/ok.jpg", "pending/frank/waiting.png", "quarantine/frank/bad.png",
+                                                  "thumbnails/frank/ok.jpg"])
+        let okHash = try #require(try await store.item("frank/ok")?.contentHash)
+
+        try await Self.application(root).test(.router) { client in
+            // End users cannot erase, not even their own items.
+            try await client.execute(uri: "/v1/items/frank/ok", method: .delete, headers: SeedClientTests.user("frank")) { response in
+                #expect(response.status == .forbidden && (SeedClientTests.json(response.body)["error"] as? [String: Any])?["status"] as? String == "PERMISSION_DENIED")
+            }
+            try await client.execute(uri: "/v1/users/frank", method: .delete, headers: SeedClientTests.user("frank")) { response in
+                #expect(response.status == .forbidden)
+            }
+            try await client.execute(uri: "/v1/items/frank/ok", method: .delete) { response in
+                #expect(response.status == .unauthorized)
+            }
+            #expect(Self.files(root, of: "frank").count == 4)
+
+            try await client.execute(uri: "/v1/items/frank/ok", method: .delete, headers: SeedClientTests.app) { response in
+                #expect(response.status == .ok)
+                let body = SeedClientTests.json(response.body)
+                #expect(body["erased"] as? [String] == ["frank/ok"] && body["files"] as? Int == 2, "\(body)")
+            }
+            #expect(Self.files(root, of: "frank") == ["pending/frank/waiting.png", "quarantine/frank/bad.png"])
+            try await client.execute(uri: "/v1/items/frank/ok", method: .get, headers: SeedClientTests.app) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/images/approved/frank/ok.jpg", method: .get, headers: SeedClientTests.app) { response in
+                #expect(response.status == .notFound)
+            }
+            // Twice is not an error to hide: there is nothing left.
+            try await client.execute(uri: "/v1/items/frank/ok", method: .delete, headers: SeedClientTests.app) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/items/frank/ok", method: .post, headers: SeedClientTests.app) { response in
+                #expect(response.status == .methodNotAllowed)
+            }
+
+            // The user: quarantine, pending, the text message, their reports' authorship.
+            try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: SeedClientTests.user("frank"),
+                                     body: ByteBuffer(string: #"{"data": {"messageId": "grace/keep", "category": "spam", "description": "mine"}}"#)) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/v1/users/frank", method: .delete, headers: SeedClientTests.app) { response in
+                #expect(response.status == .ok)
+                let body = SeedClientTests.json(response.body)
+                #expect(Set(body["erased"] as? [String] ?? []) == ["frank/bad", "m-1"] && body["files"] as? Int == 2, "\(body)")
+            }
+            try await client.execute(uri: "/v1/users/has%2Fslash", method: .delete, headers: SeedClientTests.app) { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+        #expect(Self.files(root, of: "frank").isEmpty)
+        #expect(!root.allFiles().contains { $0.contains("frank") }, "\(root.allFiles())")
+        #expect(try await store.items(matching: ItemFilter(userId: "frank")).isEmpty)
+        #expect(try await store.reports().allSatisfy { $0.reporterUserId == nil && $0.description == nil })
+        // grace is untouched.
+        #expect(try await store.item("grace/keep")?.status == .approved)
+        #expect(root.allFiles().contains("approved/grace/keep.jpg"))
+        // The tombstones: who, when, what it held (its hash) — nothing else.
+        let tombstones = try await store.tombstones(userId: "frank")
+        #expect(tombstones.map(\.itemId.rawValue).sorted() == ["frank/bad", "frank/ok", "m-1"])
+        #expect(tombstones.first { $0.itemId.rawValue == "frank/ok" }?.contentHash == okHash)
+        #expect(tombstones.allSatisfy { $0.erasedBy == "app" })
+    }
+
+    @Test func eraseUserFromTheCLIAndDeleteProfilePicture() async throws {
+        let root = try TemporaryDataRoot()
+        _ = try await Self.seed(root)
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "grace", name: "profile_grace.jpg")
+        try await Self.application(root).test(.router) { client in
+            // Seed 004: a user deletes their own profile picture, not someone else's.
+            try await client.execute(uri: "/v1/functions/deleteProfilePicture", method: .post, headers: SeedClientTests.user("frank"),
+                                     body: ByteBuffer(string: #"{"data": {"userId": "grace"}}"#)) { response in
+                #expect(response.status == .forbidden)
+            }
+            try await client.execute(uri: "/v1/functions/deleteProfilePicture", method: .post, headers: SeedClientTests.user("grace"),
+                                     body: ByteBuffer(string: #"{"data": {"userId": "grace"}}"#)) { response in
+                #expect(response.status == .ok)
+                #expect(SeedClientTests.json(response.body)["result"] as? [String: Bool] == ["success": true, "deleted": true])
+            }
+            try await client.execute(uri: "/v1/functions/deleteProfilePicture", method: .post, headers: SeedClientTests.user("grace"),
+                                     body: ByteBuffer(string: #"{"data": {}}"#)) { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+        #expect(Self.files(root, of: "grace") == ["approved/grace/keep.jpg", "thumbnails/grace/keep.jpg"])
+
+        let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
+        let result = try await shell(TestEnvironment.sluiceBinary, ["erase-user", "frank", "--by", "dpo@example.org", "--json", "--config", config.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect((summary["items"] as? [String])?.count == 3 && summary["files"] as? Int == 4, "\(summary)")
+        #expect(Self.files(root, of: "frank").isEmpty)
+        let bad = try await shell(TestEnvironment.sluiceBinary, ["erase-user", "../etc", "--config", config.path])
+        #expect(bad.status != 0 && bad.stderr.contains("user"), "\(bad.stderr)")
+        let store = try Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
+        #expect(try await store.tombstones(userId: "frank").allSatisfy { $0.erasedBy == "dpo@example.org" && $0.reason.contains("erase-user") })
+    }
+}

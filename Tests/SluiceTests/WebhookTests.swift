@@ -1,0 +1,155 @@
+import Foundation
+import SluiceCore
+import SluiceDaemon
+import SluiceProviders
+import SluiceServices
+import SluiceTesting
+import Synchronization
+import Testing
+
+/// Outbound webhooks as a receiving backend sees them: signed bodies it can verify, the same delivery id on every
+/// attempt, retries from the store's outbox that survive a restart, and failures an operator can see and resend.
+@Suite(.serialized) struct WebhookTests {
+    static let secret = "whsec-test-0123456789"
+
+    /// A clock the test moves.
+    final class Clock: Sendable {
+        private let value: Mutex<Date>
+        init(_ start: Date) { value = Mutex(start) }
+        var now: Date { value.withLock { $0 } }
+        func advance(_ seconds: TimeInterval) { value.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    }
+
+    static func hook(_ receiver: FakeJSONServer, events: [WebhookEvent] = WebhookEvent.allCases, maxAttempts: Int = 12) -> WebhookConfig {
+        var hook = WebhookConfig(name: "backend", url: receiver.baseURL + "/hooks/sluice")
+        hook.secretEnv = "TEST_WEBHOOK_SECRET"
+        hook.events = events
+        hook.maxAttempts = maxAttempts
+        return hook
+    }
+
+    static func dispatcher(_ store: any StatusStore, _ hook: WebhookConfig, clock: Clock) -> WebhookDispatcher {
+        WebhookDispatcher(webhooks: [hook], store: store, transport: WebhookHTTPTransport(),
+                          environment: ["TEST_WEBHOOK_SECRET": secret], now: { clock.now }, logger: quietLogger)
+    }
+
+    @Test func deliveriesAreSignedRetriedAndSurviveARestart() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        // The backend is down for the first attempt, then answers.
+        let receiver = try await FakeJSONServer.start { _, index in
+            index == 0 ? .init(status: 503, body: "{}") : .init(status: 204, body: "")
+        }
+        defer { receiver.stop() }
+        let clock = Clock(Date())
+        let hook = Self.hook(receiver, events: [.approved, .deleted])
+        // A webhook hears what happens after it is configured (`sluice run` registers it before judging anything).
+        let before = try Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        try await Self.dispatcher(before.store, hook, clock: clock).register()
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "dana", name: "hello.jpg")
+        let store = try await runOnce(root, server: vision)
+
+        let first = await Self.dispatcher(store, hook, clock: clock).pass()
+        #expect(first == .init(queued: 1, delivered: 0, retrying: 1, failed: 0))
+        let pending = try await store.webhookDeliveries(state: .pending, limit: 10)
+        #expect(pending.count == 1 && pending.first?.attempts == 1 && pending.first?.lastError?.contains("503") == true,
+                "\(pending)")
+
+        // Nothing is due before the backoff has passed, and a new dispatcher (a restarted daemon) queues nothing twice.
+        let early = await Self.dispatcher(store, hook, clock: clock).pass()
+        #expect(early == .init(queued: 0, delivered: 0, retrying: 0, failed: 0))
+        clock.advance(3600)
+        let second = await Self.dispatcher(store, hook, clock: clock).pass()
+        #expect(second == .init(queued: 0, delivered: 1, retrying: 0, failed: 0))
+
+        let received = receiver.received
+        try #require(received.count == 2)
+        for request in received {
+            #expect(request.method == "POST" && request.path == "/hooks/sluice")
+            #expect(request.headers["content-type"] == "application/json")
+            let signature = try #require(request.headers["x-sluice-signature"])
+            #expect(WebhookSignature.isValid(signature, secret: Self.secret, body: request.body, now: clock.now, tolerance: 7200))
+            #expect(!WebhookSignature.isValid(signature, secret: "another secret", body: request.body, now: clock.now, tolerance: 7200))
+            #expect(!WebhookSignature.isValid(signature, secret: Self.secret, body: request.body + Data(" ".utf8), now: clock.now, tolerance: 7200))
+        }
+        #expect(received[0].headers["x-sluice-delivery"] == received[1].headers["x-sluice-delivery"], "one idempotency id for every attempt")
+        #expect(received[0].body == received[1].body)
+        let payload = try #require(received[1].json)
+        #expect(payload["type"] as? String == "item.approved")
+        #expect(payload["id"] as? String == received[1].headers["x-sluice-delivery"])
+        let data = try #require(payload["data"] as? [String: Any])
+        #expect(data["id"] as? String == "dana/hello" && data["userId"] as? String == "dana")
+        #expect(data["status"] as? String == "approved" && data["imageStatus"] as? String == "approved" && data["previousStatus"] as? String == "pending")
+        let delivered = try await store.webhookDeliveries(state: .delivered, limit: 10)
+        #expect(delivered.count == 1 && delivered.first?.attempts == 2 && delivered.first?.deliveredAt != nil)
+
+        // An erasure is an item.deleted delivery.
+        let services = try Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        _ = try await services.erasure.erase(try #require(ImageRef(userId: "dana", imageId: "hello")).itemID, by: "app", reason: "test")
+        let third = await Self.dispatcher(services.store, hook, clock: clock).pass()
+        #expect(third.queued == 1 && third.delivered == 1)
+        let deleted = try #require(receiver.received.last?.json)
+        #expect(deleted["type"] as? String == "item.deleted")
+        #expect((deleted["data"] as? [String: Any])?["erasedBy"] as? String == "app")
+    }
+
+    @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let healthy = Mutex(false)
+        let receiver = try await FakeJSONServer.start { _, _ in
+            healthy.withLock { $0 } ? .init(status: 200, body: "ok") : .init(status: 500, body: "down")
+        }
+        defer { receiver.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "eve", name: "a.jpg")
+        let config = try root.writeConfigFile(endpoint: vision.endpoint, extra: """
+        "webhooks": [{ "name": "backend", "url": "\(receiver.baseURL)/hook", "events": ["item.approved"],
+                       "secretEnv": "TEST_WEBHOOK_SECRET", "maxAttempts": 1 }]
+        """)
+        let environment = ProcessInfo.processInfo.environment.merging(["TEST_WEBHOOK_SECRET": Self.secret]) { $1 }
+        #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"],
+                                environment: environment).status == 0)
+        let deliver = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "deliver", "--config", config.path], environment: environment)
+        // `run --once` already made the one allowed attempt.
+        #expect(deliver.status == 0 && deliver.stdout.contains("queued 0, delivered 0, retrying 0, failed 0"), "\(deliver)")
+        #expect(receiver.received.count == 1)
+
+        let list = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "list", "--state", "failed", "--json", "--config", config.path])
+        #expect(list.status == 0, "\(list.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(rows.count == 1 && rows.first?["event"] as? String == "item.approved" && rows.first?["attempts"] as? Int == 1)
+        #expect((rows.first?["lastError"] as? String)?.contains("500") == true, "\(rows)")
+        let table = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "list", "--config", config.path])
+        #expect(table.stdout.contains("failed") && table.stdout.contains("1 deliveries"), "\(table.stdout)")
+
+        let bad = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "list", "--state", "lost", "--config", config.path])
+        #expect(bad.status != 0 && bad.stderr.contains("--state \"lost\" is not a state"), "\(bad.stderr)")
+        let none = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "retry", "--config", config.path])
+        #expect(none.status != 0 && none.stderr.contains("name delivery ids, or use --failed"), "\(none.stderr)")
+
+        healthy.withLock { $0 = true }
+        let retry = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "retry", "--failed", "--config", config.path])
+        #expect(retry.status == 0 && retry.stdout.hasPrefix("1 deliveries"), "\(retry)")
+        let again = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "deliver", "--config", config.path], environment: environment)
+        #expect(again.stdout.contains("delivered 1"), "\(again)")
+        let last = try #require(receiver.received.last)
+        #expect(WebhookSignature.isValid(last.headers["x-sluice-signature"] ?? "", secret: Self.secret, body: last.body))
+        #expect(receiver.received.count == 2)
+    }
+
+    @Test func backoffDoublesWithJitterUpToAnHour() {
+        #expect(WebhookBackoff.delay(afterAttempt: 1, unitRandom: 0.5) == 5)
+        #expect(WebhookBackoff.delay(afterAttempt: 3, unitRandom: 0.5) == 20)
+        #expect(WebhookBackoff.delay(afterAttempt: 2, unitRandom: 0) == 8)
+        #expect(abs(WebhookBackoff.delay(afterAttempt: 2, unitRandom: 1) - 12) < 1e-9)
+        #expect(WebhookBackoff.delay(afterAttempt: 30, unitRandom: 0.5) == 3600)
+        // A signature older than the tolerance is refused (replay), as is a header that is not ours.
+        let body = Data(#"{"a":1}"#.utf8)
+        let old = WebhookSignature.value(secret: Self.secret, timestamp: 1_000, body: body)
+        #expect(WebhookSignature.isValid(old, secret: Self.secret, body: body, now: Date(timeIntervalSince1970: 1_100)))
+        #expect(!WebhookSignature.isValid(old, secret: Self.secret, body: body, now: Date(timeIntervalSince1970: 1_000 + 301)))
+        #expect(!WebhookSignature.isValid("v1=abc", secret: Self.secret, body: body))
+    }
+}
