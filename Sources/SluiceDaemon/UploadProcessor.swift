@@ -11,9 +11,11 @@ public struct UploadProcessor: Sendable {
     let store: any StatusStore
     let pipeline: ImagePipeline
     let maxBytes: Int
+    let sampler: AuditSampler
     let logger: Logger
 
-    public init(store: any StatusStore, pipeline: ImagePipeline, maxBytes: Int, logger: Logger) {
+    public init(store: any StatusStore, pipeline: ImagePipeline, maxBytes: Int, sampler: AuditSampler = AuditSampler(rate: 0), logger: Logger) {
+        self.sampler = sampler
         self.store = store
         self.pipeline = pipeline
         self.maxBytes = maxBytes
@@ -68,6 +70,10 @@ public struct UploadProcessor: Sendable {
         try move.prepare()
         try await store.recordVerdict(move.item, stage: run.decidedBy)
         try move.finish()
+        // A share of the machine's approvals goes to a person (the console's audit queue).
+        if item.status == .approved, item.decision == nil, sampler.picks(image.itemID, contentHash: hash) {
+            try await store.addAuditSample(image.itemID, at: Date())
+        }
         logger.info("verdict", metadata: ["item": "\(image.itemID)", "status": "\(item.status.rawValue)", "reason": "\(item.reason ?? "")"])
         return item.status
     }

@@ -37,7 +37,8 @@ public struct Services: Sendable {
     /// The daemon over `pending/` and `queues/text/`.
     public func daemon(mode: DropFolderService.Mode) -> Daemon {
         let logger = pipelines.logger
-        let uploads = UploadProcessor(store: store, pipeline: images, maxBytes: config.limits.maxBytes, logger: logger)
+        let uploads = UploadProcessor(store: store, pipeline: images, maxBytes: config.limits.maxBytes,
+                                      sampler: AuditSampler(rate: config.review.auditSampleRate), logger: logger)
         let texts = TextQueueIngestor(root: DataRoot(config.dataRoot), store: store, pipeline: texts, logger: logger)
         let service = DropFolderService(config: config, processor: uploads, textQueue: texts, mode: mode, logger: logger)
         return Daemon(service: service, store: store, pool: pipelines.pool, vision: pipelines.vision, logger: logger)

@@ -164,6 +164,7 @@ struct EventRow: Codable, FetchableRecord, PersistableRecord {
     enum Columns {
         static let seq = Column(CodingKeys.seq)
         static let itemId = Column(CodingKeys.itemId)
+        static let type = Column(CodingKeys.type)
     }
 
     init(_ event: ItemEvent) {

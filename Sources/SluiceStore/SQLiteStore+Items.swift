@@ -158,6 +158,14 @@ extension SQLiteStore {
         try await write("append event to \(event.itemId)") { db in try EventRow(event).insert(db) }
     }
 
+    public func recordStatusChange(_ item: Item, from previous: ItemStatus, type: String, detail: String) async throws(StoreError) {
+        try await write("record a status change of \(item.id)") { db in
+            try ItemRow(item).save(db)
+            try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: type, fromStatus: previous, toStatus: item.status,
+                                   stage: "review", detail: detail)).insert(db)
+        }
+    }
+
     public func recordDecision(_ item: Item, from previous: ItemStatus) async throws(StoreError) {
         try await write("record the decision on \(item.id)") { db in
             try ItemRow(item).save(db)

@@ -7,8 +7,11 @@ extension SQLiteStore {
 
     public func recordReport(_ report: Report) async throws(StoreError) {
         try await write("record report \(report.reportId)") { db in
-            try db.execute(sql: "INSERT INTO report (reportId, messageId, category, description, reporterUserId, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [report.reportId, report.messageId, report.category, report.description, report.reporterUserId, report.createdAt])
+            try db.execute(sql: """
+                INSERT INTO report (reportId, messageId, category, description, reporterUserId, createdAt, status, resolvedBy, resolvedAt,
+                                    resolutionNote, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [report.reportId, report.messageId, report.category, report.description, report.reporterUserId, report.createdAt,
+                                 report.status.rawValue, report.resolvedBy, report.resolvedAt, report.resolutionNote, report.target])
         }
     }
 
@@ -16,7 +19,9 @@ extension SQLiteStore {
         try await read("list reports") { db in
             try Row.fetchAll(db, sql: "SELECT * FROM report ORDER BY createdAt DESC, reportId").map { row in
                 Report(reportId: row["reportId"], messageId: row["messageId"], category: row["category"], description: row["description"],
-                       reporterUserId: row["reporterUserId"], createdAt: row["createdAt"])
+                       reporterUserId: row["reporterUserId"], createdAt: row["createdAt"],
+                       status: ReportStatus(rawValue: row["status"]) ?? .open, resolvedBy: row["resolvedBy"], resolvedAt: row["resolvedAt"],
+                       resolutionNote: row["resolutionNote"], target: row["target"])
             }
         }
     }

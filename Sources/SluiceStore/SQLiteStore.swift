@@ -222,6 +222,52 @@ public struct SQLiteStore: StatusStore {
             }
             try db.create(index: "webhookDeliveryDue", on: "webhookDelivery", columns: ["state", "nextAttemptAt"])
         }
+        migrator.registerMigration("v9-review-console") { db in
+            try db.create(table: "reviewer") { t in
+                t.primaryKey("name", .text)
+                t.column("role", .text).notNull()
+                t.column("passwordHash", .text).notNull()
+                t.column("disabled", .boolean).notNull().defaults(to: false)
+                t.column("unblurAll", .boolean).notNull().defaults(to: false)
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(table: "keyValue") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .blob).notNull()
+                t.column("expiresAt", .datetime)
+            }
+            try db.create(table: "reviewClaim") { t in
+                t.primaryKey("itemId", .text)
+                t.column("reviewer", .text).notNull()
+                t.column("until", .datetime).notNull()
+            }
+            try db.create(table: "escalation") { t in
+                t.primaryKey("itemId", .text).references("item", onDelete: .cascade)
+                t.column("by", .text).notNull()
+                t.column("note", .text)
+                t.column("at", .datetime).notNull()
+            }
+            try db.create(table: "auditSample") { t in
+                t.primaryKey("itemId", .text).references("item", onDelete: .cascade)
+                t.column("sampledAt", .datetime).notNull()
+                t.column("auditedBy", .text)
+                t.column("auditedAt", .datetime)
+                t.column("agreed", .boolean)
+            }
+            try db.create(table: "appeal") { t in
+                t.primaryKey("itemId", .text).references("item", onDelete: .cascade)
+                t.column("userId", .text).notNull()
+                t.column("message", .text).notNull()
+                t.column("at", .datetime).notNull()
+            }
+            try db.alter(table: "report") { t in
+                t.add(column: "status", .text).notNull().defaults(to: "open")
+                t.add(column: "resolvedBy", .text)
+                t.add(column: "resolvedAt", .datetime)
+                t.add(column: "resolutionNote", .text)
+                t.add(column: "target", .text).notNull().defaults(to: "item")
+            }
+        }
         return migrator
     }
 

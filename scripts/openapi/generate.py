@@ -66,6 +66,21 @@ paths["/v1/items/{id}/{imageId}/events"] = {"get": op("imageItemEvents",
         "type": "object", "required": ["event", "data"], "properties": {"event": {"const": "status"},
         "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": ref("Item")}}}}}}},
     errors=(400, 401, 404, 405))}
+paths["/v1/items/{id}/{imageId}/appeal"] = {"post": op("appealImage",
+    "The owner asks for a blocked image to be looked at again: it returns to review, marked as an appeal with the message.",
+    [user_in_path(), image_id, USER_HEADER],
+    {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["message"], "properties": {
+        "message": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK}}}}}},
+    ok={"202": dict(description="Back in review.", **json_body(ref("Item")))}, errors=(400, 401, 403, 404, 405, 409))}
+paths["/v1/reports"] = {"get": op("reports", "Reports, newest first, optionally one status (app token).",
+    [{"name": "status", "in": "query", "required": False, "schema": {"type": "string", "enum": ["open", "resolved", "dismissed"]}}, USER_HEADER],
+    ok={"200": dict(description="The reports.", **json_body({"type": "object", "required": ["reports"], "properties": {
+        "reports": {"type": "array", "items": ref("Report")}}}))}, errors=(400, 401, 403, 405))}
+paths["/v1/reports/{reportId}/resolve"] = {"post": op("resolveReport", "Resolve or dismiss an open report (app token).",
+    [path_param("reportId", "^[A-Za-z0-9_]{1,64}$", "The report's id."), USER_HEADER],
+    {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {
+        "status": {"type": "string", "enum": ["resolved", "dismissed"]}, "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
+    ok={"200": dict(description="The report as resolved.", **json_body(ref("Report")))}, errors=(400, 401, 403, 404, 405))}
 paths["/v1/users/{userId}"] = {"delete": op("eraseUser", "Erase a user's files and items; their reports lose their name (app token).",
     [path_param("userId", ID, "The user's id."), USER_HEADER], ok={"200": dict(description="What was erased.", **json_body(ref("Erased")))},
     errors=(400, 401, 403, 405))}
@@ -129,6 +144,12 @@ functions["deleteProfilePicture"] = ("deleteProfilePicture", "Seed 004's deleteP
     callable_ok({"type": "object", "required": ["success", "deleted"], "properties": {"success": {"type": "boolean"}, "deleted": {"type": "boolean"}}}),
     (400, 401, 403, 404, 405))
 
+functions["reportUser"] = ("reportUser", "Seed 004's reportUser: a report on a user, for review.",
+    callable_body({"type": "object", "required": ["reporterID", "reportedID", "reason"], "properties": {
+        "reporterID": {"type": "string", "pattern": ID}, "reportedID": {"type": "string", "pattern": ID},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 1000}}}),
+    callable_ok(ref("ReportResult")), (400, 401, 403, 404, 405, 429))
+
 PROJECT = {"name": "projectId", "in": "path", "required": True, "description": "The Firebase project id.",
            "schema": {"type": "string", "pattern": "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"}}
 REGION = {"name": "region", "in": "path", "required": True, "description": "The functions region, e.g. us-central1.",
@@ -152,7 +173,7 @@ paths["/api/generateCaption"] = {"post": op("generateCaption", "Seed 002's Capti
 
 schemas = O()
 schemas["Error"] = {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["status", "message"], "properties": {
-    "status": {"type": "string", "enum": ["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "NOT_FOUND", "ALREADY_EXISTS", "INTERNAL"]},
+    "status": {"type": "string", "enum": ["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "NOT_FOUND", "ALREADY_EXISTS", "FAILED_PRECONDITION", "INTERNAL"]},
     "message": {"type": "string"}}}}}
 schemas["CaptionError"] = {"type": "object", "required": ["success", "error"], "properties": {"success": {"const": False}, "error": {"type": "object",
     "required": ["code", "message", "timestamp"], "properties": {"code": {"type": "string", "enum": ["AUTH_001", "VAL_001", "AI_001", "METHOD_001", "RATE_001"]},
@@ -194,6 +215,12 @@ schemas["Item"] = {"type": "object", "required": ["id", "kind", "userId", "statu
 schemas["Erased"] = {"type": "object", "required": ["erased", "files"], "properties": {"erased": {"type": "array", "items": {"type": "string"}}, "files": {"type": "integer", "minimum": 0}}}
 schemas["UploadResult"] = {"type": "object", "required": ["id", "userId", "imageId", "status", "imageStatus"], "properties": {
     "id": {"type": "string"}, "userId": {"type": "string"}, "imageId": {"type": "string"}, "status": {"const": "pending"}, "imageStatus": {"const": "pending"}}}
+schemas["Report"] = {"type": "object", "required": ["reportId", "messageId", "category", "createdAt", "status", "target"], "properties": {
+    "reportId": {"type": "string"}, "messageId": {"type": "string"}, "category": {"type": "string"}, "description": {"type": ["string", "null"]},
+    "reporterUserId": {"type": ["string", "null"]}, "createdAt": {"type": "string", "format": "date-time"},
+    "status": {"type": "string", "enum": ["open", "resolved", "dismissed"]}, "resolvedBy": {"type": ["string", "null"]},
+    "resolvedAt": {"type": ["string", "null"], "format": "date-time"}, "resolutionNote": {"type": ["string", "null"]},
+    "target": {"type": "string", "enum": ["item", "user"]}}}
 schemas["ValidateTextResult"] = {"type": "object", "required": ["allowed", "reason"], "properties": {"allowed": {"type": "boolean"}, "reason": {"type": ["string", "null"]}}}
 schemas["ReportResult"] = {"type": "object", "required": ["success", "reportId"], "properties": {"success": {"const": True}, "reportId": {"type": "string"}}}
 schemas["RateLimit"] = {"type": "object", "required": ["current", "limit", "remaining", "resetAt", "windowSeconds"], "properties": {
@@ -212,7 +239,7 @@ responses["Error401"] = err("UNAUTHENTICATED")
 responses["Error403"] = err("PERMISSION_DENIED")
 responses["Error404"] = err("NOT_FOUND")
 responses["Error405"] = err("INVALID_ARGUMENT: the method is not allowed on this path.", {"Allow": {"required": True, "schema": {"type": "string"}}})
-responses["Error409"] = err("ALREADY_EXISTS: a different upload is pending under this id.")
+responses["Error409"] = err("ALREADY_EXISTS (a different upload is pending under this id; appealed before) or FAILED_PRECONDITION (not blocked).")
 responses["Error413"] = err("INVALID_ARGUMENT: the body is over the limit.")
 responses["Error429"] = err("RESOURCE_EXHAUSTED", {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}})
 responses["CaptionError"] = {"description": "AUTH_001 (401), VAL_001 (400), METHOD_001 (405), RATE_001 (429), AI_001 (500).",

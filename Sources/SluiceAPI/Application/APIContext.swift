@@ -1,13 +1,16 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdAuth
 import NIOCore
 
 /// Request context carrying the authenticated principal, the client's address and the one JSON encoding every
 /// answer uses.
-public struct APIContext: RequestContext {
+public struct APIContext: RequestContext, SessionRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var principal: Principal?
+    /// The review console's session (only `/console/` routes use it; the API never reads it).
+    public let sessions = SessionContext<ConsoleSession>()
     /// The peer's IP address (per-IP limits); replaced by the first `X-Forwarded-For` entry when
     /// `api.trustForwardedFor` is on.
     public var clientAddress: String?

@@ -30,6 +30,7 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
         UploadRoutes(services: services, limits: limits).collection(),
         CallableRoutes(services: services, limits: limits, health: health, now: now).collection(),
         CaptionRoutes(services: services, limits: limits, now: now).collection(),
+        ReportRoutes(services: services, now: now).collection(),
     ]
 }
 
@@ -50,5 +51,12 @@ public func buildRouter(services: APIServices, environment: [String: String],
     let users = UserTokenVerifier(secret: secret, config: services.config.api.auth, now: now)
     router.add(middleware: AuthMiddleware(appTokens: tokens, users: users, trustForwardedFor: services.config.api.trustForwardedFor))
     for collection in collections { router.addRoutes(collection) }
+    do {
+        let pages = try ConsolePages.load()
+        ConsoleRoutes(services: services, pages: pages, accounts: ReviewerAccounts(store: services.store), now: now).add(to: router)
+    } catch {
+        let message = "the review console cannot start: \(error)"
+        router.get("/console/**", use: { _, _ in ConsolePages.plainError(.serviceUnavailable, message) })
+    }
     return router
 }

@@ -13,6 +13,8 @@ public struct APIError: HTTPResponseError, Sendable {
         case resourceExhausted = "RESOURCE_EXHAUSTED"
         case notFound = "NOT_FOUND"
         case alreadyExists = "ALREADY_EXISTS"
+        /// The item is not in a state that allows this (e.g. an appeal of an item that is not blocked).
+        case failedPrecondition = "FAILED_PRECONDITION"
         case internalError = "INTERNAL"
 
         var http: HTTPResponse.Status {
@@ -22,7 +24,7 @@ public struct APIError: HTTPResponseError, Sendable {
             case .invalidArgument: .badRequest
             case .resourceExhausted: .tooManyRequests
             case .notFound: .notFound
-            case .alreadyExists: .conflict
+            case .alreadyExists, .failedPrecondition: .conflict
             case .internalError: .internalServerError
             }
         }

@@ -48,7 +48,7 @@ public struct CaptionAPIError: HTTPResponseError, Sendable {
         case .invalidArgument where error.status == .methodNotAllowed: self.init(.method, error.message, headers: error.headers)
         case .invalidArgument: self.init(.validation, error.message, status: error.status, headers: error.headers)
         case .notFound: self.init(.validation, error.message, status: .notFound, headers: error.headers)
-        case .alreadyExists: self.init(.validation, error.message, status: .conflict, headers: error.headers)
+        case .alreadyExists, .failedPrecondition: self.init(.validation, error.message, status: .conflict, headers: error.headers)
         case .resourceExhausted: self.init(.rate, error.message, headers: error.headers)
         case .internalError: self.init(.ai, error.message, headers: error.headers)
         }

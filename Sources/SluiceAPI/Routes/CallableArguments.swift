@@ -93,6 +93,28 @@ struct SubmitReportArguments: CallableArguments {
     }
 }
 
+/// Seed 004's `reportUser {reporterID, reportedID, reason}`: a report on a user.
+struct ReportUserArguments: CallableArguments {
+    var reporterID: String
+    var reportedID: String
+    var reason: String
+
+    static func problem(with field: String) -> String {
+        switch field {
+        case "reason": "data.reason must be a string of 1-1000 characters"
+        default: "data.\(field) must be a user id (1-128 letters, digits, '_' or '-')"
+        }
+    }
+
+    func validated() throws -> Self {
+        for (field, value) in [("reporterID", reporterID), ("reportedID", reportedID)] where Identifiers.problem(with: value, role: field) != nil {
+            throw APIError(.invalidArgument, Self.problem(with: field))
+        }
+        guard (1...1000).contains(reason.unicodeScalars.count) else { throw APIError(.invalidArgument, Self.problem(with: "reason")) }
+        return self
+    }
+}
+
 /// `deleteProfilePicture {userId}`: whose profile picture (users name themselves).
 struct ProfilePictureArguments: CallableArguments {
     var userId: String

@@ -17,7 +17,7 @@ struct CallableRoutes {
     static let functions: [(name: String, function: Function)] = [
         ("validate_text", { $0.validateText }), ("detectPriority", { $0.detectPriority }), ("submit_report", { $0.submitReport }),
         ("get_rate_limits", { $0.getRateLimits }), ("healthCheck", { $0.healthCheck }),
-        ("deleteProfilePicture", { $0.deleteProfilePicture }),
+        ("deleteProfilePicture", { $0.deleteProfilePicture }), ("reportUser", { $0.reportUser }),
     ]
 
     func collection() -> RouteCollection<APIContext> {
@@ -73,6 +73,34 @@ struct CallableRoutes {
         let report = Report(reportId: "rpt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
                             messageId: arguments.messageId, category: arguments.category, description: arguments.description,
                             reporterUserId: context.principal?.userId, createdAt: now())
+        try await services.store.recordReport(report)
+        try await Self.reviewIfReported(report.messageId, services: services, at: now())
+        return try context.json(CallableResult(result: ReportResult(success: true, reportId: report.reportId)))
+    }
+
+    /// Reports that act: once `report.autoReviewAfter` distinct users have open reports on an approved item, it goes
+    /// back to review with its public outputs withdrawn until a person decides.
+    static func reviewIfReported(_ messageId: String, services: APIServices, at date: Date) async throws {
+        let threshold = services.config.report.autoReviewAfter
+        guard threshold > 0, let item = try await services.store.item(ItemID(messageId)), item.status == .approved else { return }
+        let reporters = Set(try await services.store.reports()
+            .filter { $0.target == "item" && $0.messageId == messageId && $0.status == .open }
+            .compactMap(\.reporterUserId))
+        guard reporters.count >= threshold else { return }
+        _ = try await services.decisions.withdraw(item.id, reason: "reported by \(reporters.count) users", at: date)
+    }
+
+    /// Seed 004's `reportUser {reporterID, reportedID, reason}` → `{success, reportId}`: a report on a user, listed
+    /// with the others for review. A user reports as themselves.
+    func reportUser(_ body: ByteBuffer, context: APIContext) async throws -> Response {
+        let arguments = try ReportUserArguments.decode(body).validated()
+        if case let .user(id)? = context.principal, id != arguments.reporterID {
+            throw APIError(.permissionDenied, "data.reporterID must be the signed-in user")
+        }
+        try await limits.consume(.report, context: context)
+        let report = Report(reportId: "rpt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
+                            messageId: arguments.reportedID, category: "other", description: arguments.reason,
+                            reporterUserId: arguments.reporterID, createdAt: now(), target: "user")
         try await services.store.recordReport(report)
         return try context.json(CallableResult(result: ReportResult(success: true, reportId: report.reportId)))
     }

@@ -18,6 +18,7 @@ struct ItemRoutes {
         routes.delete("/v1/items/:id", use: deleteText)
         routes.delete("/v1/items/:id/:imageId", use: deleteImage)
         routes.delete("/v1/users/:userId", use: deleteUser)
+        routes.post("/v1/items/:id/:imageId/appeal", use: appealImage)
         return routes
     }
 
@@ -106,6 +107,44 @@ struct ItemRoutes {
     static func event(_ item: ItemResponse) throws -> ByteBuffer {
         let data = try APIJSONEncoder().data(item)
         return ByteBuffer(string: "event: status\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+    }
+
+    // MARK: Appeals
+
+    struct AppealBody: Decodable {
+        var message: String
+    }
+
+    func appealImage(_ request: Request, context: APIContext) async throws -> Response {
+        let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
+        return try await appeal(image.itemID, request: request, context: context)
+    }
+
+    /// The owner (their JWT, or a backend acting for them with `X-User-Id`) asks for a blocked item to be looked at
+    /// again: `{message}` (1-1000 characters). The item goes back to review marked as an appeal; 409 when it is not
+    /// blocked or was appealed before.
+    private func appeal(_ id: ItemID, request: Request, context: APIContext) async throws -> Response {
+        guard let user = context.principal?.userId else {
+            throw APIError(.permissionDenied, "an appeal is made by the item's owner: a user token, or an app token with X-User-Id")
+        }
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        guard let appeal = try? JSONDecoder().decode(AppealBody.self, from: body) else {
+            throw APIError(.invalidArgument, "body must be {\"message\": string}")
+        }
+        let message = appeal.message.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...1000).contains(message.unicodeScalars.count) else { throw APIError(.invalidArgument, "message must be 1-1000 characters") }
+        guard let item = try await services.store.item(id), item.userId == user else {
+            throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
+        }
+        guard item.status == .blocked else {
+            throw APIError(.failedPrecondition, "\(id.rawValue) is \(item.status.rawValue); only blocked items can be appealed")
+        }
+        do {
+            let appealed = try await services.decisions.appeal(id, by: user, message: message, at: now())
+            return try context.json(ItemResponse(appealed), status: .accepted)
+        } catch let error as DecisionError {
+            throw APIError(.alreadyExists, error.message)
+        }
     }
 
     // MARK: Deletion

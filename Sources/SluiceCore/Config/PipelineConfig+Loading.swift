@@ -95,6 +95,10 @@ extension PipelineConfig {
             try require((1...100).contains(hook.maxAttempts), "webhooks[\(index)].maxAttempts", "must be 1...100")
             try require(hook.timeoutSeconds > 0 && hook.timeoutSeconds <= 120, "webhooks[\(index)].timeoutSeconds", "must be in 0 < t ≤ 120")
         }
+        try require(console.sessionHours > 0 && console.sessionHours <= 24 * 30, "console.sessionHours", "must be in 0 < h ≤ 720")
+        try require(console.claimSeconds >= 10 && console.claimSeconds <= 3600, "console.claimSeconds", "must be 10...3600")
+        try require((0...1).contains(review.auditSampleRate), "review.auditSampleRate", "must be 0...1")
+        try require((0...1000).contains(report.autoReviewAfter), "report.autoReviewAfter", "must be 0...1000 (0 = never)")
         try require(!api.host.isEmpty, "api.host", "must not be empty")
         try require((1...1_000_000).contains(text.maxLength), "text.maxLength", "must be 1...1000000")
         try require(!text.languages.isEmpty || !text.wordlists.isEmpty, "text.languages", "load at least one language or wordlist")
@@ -167,6 +171,9 @@ private struct ConfigFile: Decodable {
     var priority: PriorityConfig
     var api: APIConfig
     var webhooks: [WebhookConfig]
+    var console: ConsoleConfig
+    var report: ReportConfig
+    var review: ReviewConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -178,7 +185,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review
     }
 
     struct TextSection: Decodable {
@@ -226,6 +233,9 @@ private struct ConfigFile: Decodable {
         priority = try c.value(.priority, default: PriorityConfig())
         api = try c.value(.api, default: APIConfig())
         webhooks = try c.value(.webhooks, default: [])
+        console = try c.value(.console, default: ConsoleConfig())
+        report = try c.value(.report, default: ReportConfig())
+        review = try c.value(.review, default: ReviewConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -253,6 +263,9 @@ private struct ConfigFile: Decodable {
         config.api = api
         if let file = api.auth.jwksFile { config.api.auth.jwksFile = try path(file.relativePath, key: "api.auth.jwksFile") }
         config.webhooks = webhooks
+        config.console = console
+        config.report = report
+        config.review = review
         return config
     }
 }
@@ -492,6 +505,44 @@ extension WebhookConfig: Decodable {
         v.secretEnv = try c.decodeIfPresent(String.self, forKey: .secretEnv)
         v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
+        self = v
+    }
+}
+
+extension ConsoleConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case secureCookie, sessionHours, claimSeconds }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = ConsoleConfig()
+        v.secureCookie = try c.value(.secureCookie, default: v.secureCookie)
+        v.sessionHours = try c.value(.sessionHours, default: v.sessionHours)
+        v.claimSeconds = try c.value(.claimSeconds, default: v.claimSeconds)
+        self = v
+    }
+}
+
+extension ReportConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case autoReviewAfter }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = ReportConfig()
+        v.autoReviewAfter = try c.value(.autoReviewAfter, default: v.autoReviewAfter)
+        self = v
+    }
+}
+
+extension ReviewConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case auditSampleRate }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = ReviewConfig()
+        v.auditSampleRate = try c.value(.auditSampleRate, default: v.auditSampleRate)
         self = v
     }
 }

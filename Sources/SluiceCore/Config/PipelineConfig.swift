@@ -16,6 +16,9 @@ public struct PipelineConfig: Sendable, Equatable {
     public var priority: PriorityConfig = PriorityConfig()
     public var api: APIConfig = APIConfig()
     public var webhooks: [WebhookConfig] = []
+    public var console = ConsoleConfig()
+    public var report = ReportConfig()
+    public var review = ReviewConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -267,5 +270,29 @@ public struct APIConfig: Sendable, Equatable {
     public var auth = AuthConfig()
     public var images = APIImagesConfig()
     public var events = EventsConfig()
+    public init() {}
+}
+
+/// `console`: the review console's sessions and claims.
+public struct ConsoleConfig: Sendable, Equatable {
+    /// Mark the session cookie `Secure` (serve the console over HTTPS, e.g. behind a TLS proxy).
+    public var secureCookie = false
+    public var sessionHours: Double = 12
+    /// How long opening an item claims it for one reviewer.
+    public var claimSeconds: Double = 300
+    public init() {}
+}
+
+/// `review`: checks on the machine.
+public struct ReviewConfig: Sendable, Equatable {
+    /// Share (0...1) of automatically approved images sent to the console's audit queue; 0 = none.
+    public var auditSampleRate: Double = 0
+    public init() {}
+}
+
+/// `report`: what reports do.
+public struct ReportConfig: Sendable, Equatable {
+    /// Distinct reporters of an approved item that send it back to review (its outputs withdrawn); 0 = never.
+    public var autoReviewAfter = 3
     public init() {}
 }

@@ -108,14 +108,29 @@ public struct Report: Sendable, Codable, Equatable {
     public var description: String?
     public var reporterUserId: String?
     public var createdAt: Date
+    /// `open` until a person resolves or dismisses it.
+    public var status: ReportStatus
+    public var resolvedBy: String?
+    public var resolvedAt: Date?
+    public var resolutionNote: String?
+    /// `item` (the default: `messageId` names an item or message) or `user` (`reportUser`: `messageId` is the
+    /// reported user's id).
+    public var target: String
 
-    public init(reportId: String, messageId: String, category: String, description: String?, reporterUserId: String?, createdAt: Date = Date()) {
+    public init(reportId: String, messageId: String, category: String, description: String?, reporterUserId: String?, createdAt: Date = Date(),
+                status: ReportStatus = .open, resolvedBy: String? = nil, resolvedAt: Date? = nil, resolutionNote: String? = nil,
+                target: String = "item") {
         self.reportId = reportId
         self.messageId = messageId
         self.category = category
         self.description = description
         self.reporterUserId = reporterUserId
         self.createdAt = createdAt
+        self.status = status
+        self.resolvedBy = resolvedBy
+        self.resolvedAt = resolvedAt
+        self.resolutionNote = resolutionNote
+        self.target = target
     }
 }
 

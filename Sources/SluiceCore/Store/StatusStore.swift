@@ -39,6 +39,8 @@ public protocol StatusStore: Sendable {
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.
     func recordDecision(_ item: Item, from previous: ItemStatus) async throws(StoreError)
+    /// The item as changed plus one event of `type` with `detail` (undo, reports sending an item back to review).
+    func recordStatusChange(_ item: Item, from previous: ItemStatus, type: String, detail: String) async throws(StoreError)
 
     // MARK: Reprocess runs
 
@@ -98,6 +100,46 @@ public protocol StatusStore: Sendable {
     func webhookDeliveries(state: WebhookDeliveryState?, limit: Int) async throws(StoreError) -> [WebhookDelivery]
     /// Makes failed deliveries (these ids, or all when nil) pending again, due now; returns how many.
     func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> Int
+
+    // MARK: Review console
+
+    /// Adds an account; false when the name is taken.
+    func addReviewer(_ reviewer: Reviewer) async throws(StoreError) -> Bool
+    func reviewer(named name: String) async throws(StoreError) -> Reviewer?
+    func reviewers() async throws(StoreError) -> [Reviewer]
+    /// Replaces an existing account's fields; false when there is none.
+    func updateReviewer(_ reviewer: Reviewer) async throws(StoreError) -> Bool
+    /// Console sessions and other short-lived values by key, with an optional expiry. With `onlyIfAbsent`, an
+    /// existing unexpired key is left alone and false returned.
+    func putValue(_ value: Data, key: String, expiresAt: Date?, onlyIfAbsent: Bool, now: Date) async throws(StoreError) -> Bool
+    /// The value and its expiry, if present and not expired at `now`.
+    func value(key: String, now: Date) async throws(StoreError) -> (value: Data, expiresAt: Date?)?
+    func removeValue(key: String) async throws(StoreError)
+    /// Claims an item for a reviewer until `until` (a short lease): granted when unclaimed, expired or already theirs.
+    /// Returns who holds it afterwards and until when.
+    func claimItem(_ id: ItemID, reviewer: String, until: Date, now: Date) async throws(StoreError) -> (holder: String, until: Date)
+    /// Unexpired claims by item.
+    func claims(now: Date) async throws(StoreError) -> [ItemID: String]
+    /// Sends a review item up to admins (an `escalated` event too).
+    func escalate(_ escalation: Escalation) async throws(StoreError)
+    /// Escalations of items still in review.
+    func escalations() async throws(StoreError) -> [ItemID: Escalation]
+    /// Resolves or dismisses an open report; false when there is no open report with that id.
+    func resolveReport(_ reportId: String, status: ReportStatus, by: String, note: String?, at date: Date) async throws(StoreError) -> Bool
+    /// An automatically approved item picked for a person to check (`review.auditSampleRate`).
+    func addAuditSample(_ id: ItemID, at date: Date) async throws(StoreError)
+    /// Sampled items still approved and not yet checked, oldest first.
+    func auditQueue(limit: Int) async throws(StoreError) -> [ItemID]
+    /// A person's check of a sampled approval; false when the item is not an unchecked sample.
+    func recordAudit(_ id: ItemID, by: String, agreed: Bool, at date: Date) async throws(StoreError) -> Bool
+    /// Checked samples and how many of them the person agreed with (the classifier's measured precision).
+    func auditStats() async throws(StoreError) -> (audited: Int, agreed: Int)
+    /// The owner's appeal of a blocked item; false when the item was appealed before.
+    func recordAppeal(_ appeal: Appeal) async throws(StoreError) -> Bool
+    /// Appeals of items still in review.
+    func openAppeals() async throws(StoreError) -> [ItemID: Appeal]
+    /// Every `review` event (people's decisions), newest first.
+    func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]
 }
 
 extension StatusStore {

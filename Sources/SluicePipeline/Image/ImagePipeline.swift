@@ -9,6 +9,8 @@ public struct ImagePipeline: Sendable {
     public let judging: Pipeline<ImageUpload, Captioned<Written>>
     /// The same sniff, limits and decode stages, then the same caption stage: the caption API (no verdict).
     public let captioning: Pipeline<ImageUpload, Captioned<Decoded>>
+    /// Sniff, limits and decode only: the review console's metadata-free preview (`classifyJPEG`) of a kept original.
+    public let previewing: Pipeline<ImageUpload, Decoded>
     public let processor: any ImageProcessor
     public let layout: OutputLayout
     /// The vision provider's name, as verdicts record it.
@@ -30,6 +32,7 @@ public struct ImagePipeline: Sendable {
             .then(CaptionStage<Written>(provider: captions))
             .verdict(by: "policy")
         captioning = decoding.then(CaptionStage<Decoded>(provider: captions))
+        previewing = decoding
     }
 
     public func run(_ upload: ImageUpload, context: StageContext) async -> PipelineRun<Captioned<Written>> {
