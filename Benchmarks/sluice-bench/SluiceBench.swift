@@ -31,6 +31,10 @@ enum SluiceBench {
             try await ReprocessBench.run()
             return
         }
+        if CommandLine.arguments.contains("--rules") {
+            try await RulesBench.run()
+            return
+        }
         let arguments = CommandLine.arguments
         guard arguments.count >= 2 else {
             FileHandle.standardError.write(Data("usage: sluice-bench <sluice binary> [--rounds N]\n".utf8))

@@ -39,9 +39,14 @@ public struct Services: Sendable {
         let logger = pipelines.logger
         let uploads = UploadProcessor(store: store, pipeline: images, maxBytes: config.limits.maxBytes,
                                       sampler: AuditSampler(rate: config.review.auditSampleRate), logger: logger)
-        let texts = TextQueueIngestor(root: DataRoot(config.dataRoot), store: store, pipeline: texts, logger: logger)
+        let texts = TextQueueIngestor(root: DataRoot(config.dataRoot), store: store, pipeline: textsWithRules, logger: logger)
         let service = DropFolderService(config: config, processor: uploads, textQueue: texts, mode: mode, logger: logger)
         return Daemon(service: service, store: store, pool: pipelines.pool, vision: pipelines.vision, logger: logger)
+    }
+
+    /// The text pipeline with the conversation rules over this store (what the daemon's text queues run).
+    public var textsWithRules: TextPipeline {
+        texts.with(rules: ConversationRules(store: store, conversation: config.conversation, spam: config.spam))
     }
 
     public func reprocessor() -> Reprocessor {
@@ -53,6 +58,8 @@ public struct Services: Sendable {
     }
 
     public var erasure: Erasure { Erasure(store: store, layout: images.layout) }
+
+    public var relations: Relations { Relations(store: store, conversation: config.conversation) }
 
     /// The outbound webhooks' dispatcher; nil when none is configured.
     public func webhookDispatcher(environment: [String: String] = ProcessInfo.processInfo.environment,

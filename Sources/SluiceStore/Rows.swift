@@ -46,6 +46,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var textVerdict: String?
     /// Priority verdict and caption outcome as JSON; the caption text also on its own for search.
     var priority: String?
+    var recipientId: String?
+    var conversationId: String?
+    var conversation: String?
     var caption: String?
     var captionText: String?
     var reviewedBy: String?
@@ -102,6 +105,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         textSource = item.content?.source
         textVerdict = item.textVerdict.flatMap(Self.json)
         priority = item.priority.flatMap(Self.json)
+        recipientId = item.content?.recipientId
+        conversationId = item.content?.conversationId
+        conversation = item.conversation.flatMap(Self.json)
         caption = item.caption.flatMap(Self.json)
         captionText = item.caption?.caption?.caption
         reviewedBy = item.decision?.by
@@ -141,10 +147,12 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     contentHash: contentHash,
                     timings: StageTimings(decodeMs: decodeMs, classifyMs: classifyMs, writeMs: writeMs, totalMs: totalMs),
                     attempts: attempts, createdAt: createdAt, updatedAt: updatedAt,
-                    content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource) },
+                    content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource, recipientId: recipientId,
+                                                    conversationId: conversationId) },
                     textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
                     caption: Self.decode(CaptionOutcome.self, caption),
-                    decision: reviewedBy.map { HumanDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote, decision: reviewedStatus) })
+                    decision: reviewedBy.map { HumanDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote, decision: reviewedStatus) },
+                    conversation: Self.decode(ConversationVerdict.self, conversation))
     }
 }
 

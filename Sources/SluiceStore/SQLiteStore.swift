@@ -268,6 +268,56 @@ public struct SQLiteStore: StatusStore {
                 t.add(column: "target", .text).notNull().defaults(to: "item")
             }
         }
+        migrator.registerMigration("v10-relations-and-spam") { db in
+            try db.create(table: "relationUser") { t in
+                t.primaryKey("userId", .text)
+                t.column("messagePrivacy", .text).notNull().defaults(to: "followers")
+                t.column("createdAt", .datetime)
+                t.column("trusted", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(table: "follow") { t in
+                t.column("follower", .text).notNull()
+                t.column("followee", .text).notNull()
+                t.column("at", .datetime).notNull()
+                t.primaryKey(["follower", "followee"])
+            }
+            try db.create(table: "block") { t in
+                t.column("blocker", .text).notNull()
+                t.column("blocked", .text).notNull().indexed()
+                t.column("at", .datetime).notNull()
+                t.primaryKey(["blocker", "blocked"])
+            }
+            try db.create(table: "relationChange") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("kind", .text).notNull()
+                t.column("actor", .text).notNull().indexed()
+                t.column("subject", .text).notNull().indexed()
+                t.column("at", .datetime).notNull()
+            }
+            try db.create(table: "messageRequest") { t in
+                t.column("sender", .text).notNull()
+                t.column("recipient", .text).notNull()
+                t.column("itemId", .text).notNull()
+                t.primaryKey(["sender", "recipient", "itemId"])
+            }
+            try db.create(table: "spamCounter") { t in
+                t.column("key", .text).notNull()
+                t.column("windowStart", .integer).notNull()
+                t.column("count", .integer).notNull()
+                t.primaryKey(["key", "windowStart"])
+            }
+            try db.create(table: "spamDistinct") { t in
+                t.column("key", .text).notNull()
+                t.column("windowStart", .integer).notNull()
+                t.column("member", .text).notNull()
+                t.primaryKey(["key", "windowStart", "member"])
+            }
+            try db.alter(table: "item") { t in
+                t.add(column: "recipientId", .text)
+                t.add(column: "conversationId", .text)
+                t.add(column: "conversation", .text)
+            }
+        }
         return migrator
     }
 

@@ -349,7 +349,9 @@ import Testing
                                       (.get, "/v1/images/approved/\(escaped)/a.jpg"), (.get, "/v1/images/thumbnails/alice/\(escaped).jpg"),
                                       (.post, "/v1/uploads/\(escaped)"), (.put, "/v1/uploads/\(escaped)/a"), (.put, "/v1/uploads/alice/\(escaped)"),
                                       (.get, "/v1/items/bob/\(escaped)/events"), (.delete, "/v1/items/\(escaped)"),
-                                      (.delete, "/v1/items/\(escaped)/a"), (.delete, "/v1/users/\(escaped)")] {
+                                      (.delete, "/v1/items/\(escaped)/a"), (.delete, "/v1/users/\(escaped)"),
+                                      (.put, "/v1/users/\(escaped)/blocks/alice"), (.get, "/v1/users/alice/can-message/\(escaped)"),
+                                      (.post, "/v1/items/alice/\(escaped)/appeal"), (.post, "/v1/reports/\(escaped)/resolve")] {
                     var headers = token
                     headers[.contentType] = "image/png"
                     try await client.execute(uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: Self.tinyPNG)) { response in
@@ -357,11 +359,16 @@ import Testing
                         if response.status.code >= 400 { #expect(Self.envelope(response.body).status != nil, "\(uri)") }
                     }
                 }
-                for data in [["messageId": string, "category": "spam"], ["messageText": string], ["text": string, "context": string], ["userId": string]] {
+                for data in [["messageId": string, "category": "spam"], ["messageText": string], ["text": string, "context": string], ["userId": string],
+                             ["recipientId": string], ["blockedID": string, "blockerID": "alice"]] {
                     let name = data["messageId"] != nil ? "submit_report" : data["messageText"] != nil ? "detectPriority"
-                        : data["userId"] != nil ? "deleteProfilePicture" : "validate_text"
+                        : data["userId"] != nil ? "deleteProfilePicture" : data["recipientId"] != nil ? "canMessage"
+                        : data["blockedID"] != nil ? "blockUser" : "validate_text"
                     let body = try JSONSerialization.data(withJSONObject: ["data": data])
-                    try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: token, body: ByteBuffer(bytes: body)) { response in
+                    // canMessage needs a user: the app token acts for alice there.
+                    var headers = token
+                    if name == "canMessage" { headers[HTTPField.Name("X-User-Id")!] = "alice" }
+                    try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: headers, body: ByteBuffer(bytes: body)) { response in
                         #expect(response.status == .ok || response.status == .badRequest, "\(name) \(string.debugDescription): \(response.status)")
                     }
                 }

@@ -81,6 +81,36 @@ paths["/v1/reports/{reportId}/resolve"] = {"post": op("resolveReport", "Resolve 
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {
         "status": {"type": "string", "enum": ["resolved", "dismissed"]}, "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
     ok={"200": dict(description="The report as resolved.", **json_body(ref("Report")))}, errors=(400, 401, 403, 404, 405))}
+other_id = path_param("otherId", ID, "The other user's id.")
+user_id = path_param("userId", ID, "The user's id.")
+PAIR_STATE = json_body({"type": "object", "required": ["userId", "otherId"], "properties": {
+    "userId": {"type": "string"}, "otherId": {"type": "string"}, "blocked": {"type": "boolean"}, "following": {"type": "boolean"},
+    "changed": {"type": "boolean"}}})
+paths["/v1/users/{userId}/blocks/{otherId}"] = {
+    "get": op("blockState", "Whether userId blocks otherId (app token).", [user_id, other_id, USER_HEADER],
+              ok={"200": dict(description="The block state.", **PAIR_STATE)}, errors=(400, 401, 403, 405)),
+    "put": op("block", "userId blocks otherId (app token); 409 when they are the same user.", [user_id, other_id, USER_HEADER],
+              ok={"200": dict(description="Blocked.", **PAIR_STATE)}, errors=(400, 401, 403, 405, 409)),
+    "delete": op("unblock", "userId unblocks otherId (app token); 409 when they are the same user.", [user_id, other_id, USER_HEADER],
+                 ok={"200": dict(description="Unblocked.", **PAIR_STATE)}, errors=(400, 401, 403, 405, 409)),
+}
+paths["/v1/users/{userId}/follows/{otherId}"] = {
+    "put": op("followREST", "userId follows otherId (app token); 409 when they are the same user.", [user_id, other_id, USER_HEADER],
+              ok={"200": dict(description="Following.", **PAIR_STATE)}, errors=(400, 401, 403, 405, 409)),
+    "delete": op("unfollowREST", "userId stops following otherId (app token); 409 when they are the same user.", [user_id, other_id, USER_HEADER],
+                 ok={"200": dict(description="Not following.", **PAIR_STATE)}, errors=(400, 401, 403, 405, 409)),
+}
+paths["/v1/users/{userId}/profile"] = {"put": op("profile", "What the rules know of a user: message privacy, account creation, trusted reporter (app token). Absent or null fields stay as they were.",
+    [user_id, USER_HEADER], {"required": True, "content": {"application/json": {"schema": {"type": "object", "properties": {
+        "messagePrivacy": {"type": ["string", "null"], "enum": ["anyone", "followers", None]},
+        "createdAt": {"type": ["number", "null"], "minimum": 0, "maximum": 4102444800, "description": "When the account was made, Unix seconds."},
+        "trusted": {"type": ["boolean", "null"]}}}}}},
+    ok={"200": dict(description="The profile.", **json_body({"type": "object", "required": ["userId", "messagePrivacy", "trusted"], "properties": {
+        "userId": {"type": "string"}, "messagePrivacy": {"type": "string", "enum": ["anyone", "followers"]},
+        "createdAt": {"type": "string", "format": "date-time"}, "trusted": {"type": "boolean"}}}))}, errors=(400, 401, 403, 405))}
+paths["/v1/users/{userId}/can-message/{otherId}"] = {"get": op("canMessageREST", "Seed 003's rules for a message from userId to otherId (app token).",
+    [user_id, other_id, USER_HEADER], ok={"200": dict(description="The permission.", **json_body(ref("MessagingPermission")))},
+    errors=(400, 401, 403, 405))}
 paths["/v1/users/{userId}"] = {"delete": op("eraseUser", "Erase a user's files and items; their reports lose their name (app token).",
     [path_param("userId", ID, "The user's id."), USER_HEADER], ok={"200": dict(description="What was erased.", **json_body(ref("Erased")))},
     errors=(400, 401, 403, 405))}
@@ -150,6 +180,27 @@ functions["reportUser"] = ("reportUser", "Seed 004's reportUser: a report on a u
         "reason": {"type": "string", "minLength": 1, "maxLength": 1000}}}),
     callable_ok(ref("ReportResult")), (400, 401, 403, 404, 405, 429))
 
+PAIR = callable_body({"type": "object", "properties": {
+    "userId": {"type": ["string", "null"], "pattern": ID, "description": "The other user (the caller acts)."},
+    "blockerID": {"type": ["string", "null"], "pattern": ID, "description": "Seed 004: who acts (must be the signed-in user)."},
+    "blockedID": {"type": ["string", "null"], "pattern": ID, "description": "Seed 004: the other user."},
+    "conversationID": {"type": ["string", "null"], "pattern": ID}},
+    "description": "null is the same as absent; userId or blockedID names the other user.",
+    "anyOf": [{"required": ["userId"], "properties": {"userId": {"type": "string"}}},
+              {"required": ["blockedID"], "properties": {"blockedID": {"type": "string"}}}]})
+DONE = callable_ok({"type": "object", "required": ["success", "changed"], "properties": {"success": {"const": True}, "changed": {"type": "boolean"}}})
+functions["blockUser"] = ("blockUser", "Seed 004's blockUser: messages from the blocked user are stopped (with the auto-reply). 409 for oneself.", PAIR, DONE, (400, 401, 403, 404, 405, 409))
+functions["unblockUser"] = ("unblockUser", "Seed 004's unblockUser. 409 for oneself.", PAIR, DONE, (400, 401, 403, 404, 405, 409))
+functions["isBlocked"] = ("isBlocked", "Seed 004's isBlocked: a Bool.", PAIR, callable_ok({"type": "boolean"}), (400, 401, 403, 404, 405))
+functions["follow"] = ("follow", "Follow a user (seed 003). 409 for oneself.", PAIR, DONE, (400, 401, 403, 404, 405, 409))
+functions["unfollow"] = ("unfollow", "Stop following a user (seed 003). 409 for oneself.", PAIR, DONE, (400, 401, 403, 404, 405, 409))
+functions["setMessagePrivacy"] = ("setMessagePrivacy", "Seed 003's messagePrivacy for the caller.",
+    callable_body({"type": "object", "required": ["messagePrivacy"], "properties": {"messagePrivacy": {"type": "string", "enum": ["anyone", "followers"]}}}),
+    DONE, (400, 401, 404, 405))
+functions["canMessage"] = ("canMessage", "Seed 003's rules: may the caller message this user now?",
+    callable_body({"type": "object", "required": ["recipientId"], "properties": {"recipientId": {"type": "string", "pattern": ID}}}),
+    callable_ok(ref("MessagingPermission")), (400, 401, 404, 405))
+
 PROJECT = {"name": "projectId", "in": "path", "required": True, "description": "The Firebase project id.",
            "schema": {"type": "string", "pattern": "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"}}
 REGION = {"name": "region", "in": "path", "required": True, "description": "The functions region, e.g. us-central1.",
@@ -215,6 +266,9 @@ schemas["Item"] = {"type": "object", "required": ["id", "kind", "userId", "statu
 schemas["Erased"] = {"type": "object", "required": ["erased", "files"], "properties": {"erased": {"type": "array", "items": {"type": "string"}}, "files": {"type": "integer", "minimum": 0}}}
 schemas["UploadResult"] = {"type": "object", "required": ["id", "userId", "imageId", "status", "imageStatus"], "properties": {
     "id": {"type": "string"}, "userId": {"type": "string"}, "imageId": {"type": "string"}, "status": {"const": "pending"}, "imageStatus": {"const": "pending"}}}
+schemas["MessagingPermission"] = {"type": "object", "required": ["allowed", "reason", "requestsRemaining"], "properties": {
+    "allowed": {"type": "boolean"}, "reason": {"type": "string"},
+    "requestsRemaining": {"type": ["integer", "null"], "minimum": 0, "description": "null when messaging is not limited"}}}
 schemas["Report"] = {"type": "object", "required": ["reportId", "messageId", "category", "createdAt", "status", "target"], "properties": {
     "reportId": {"type": "string"}, "messageId": {"type": "string"}, "category": {"type": "string"}, "description": {"type": ["string", "null"]},
     "reporterUserId": {"type": ["string", "null"]}, "createdAt": {"type": "string", "format": "date-time"},
@@ -239,7 +293,7 @@ responses["Error401"] = err("UNAUTHENTICATED")
 responses["Error403"] = err("PERMISSION_DENIED")
 responses["Error404"] = err("NOT_FOUND")
 responses["Error405"] = err("INVALID_ARGUMENT: the method is not allowed on this path.", {"Allow": {"required": True, "schema": {"type": "string"}}})
-responses["Error409"] = err("ALREADY_EXISTS (a different upload is pending under this id; appealed before) or FAILED_PRECONDITION (not blocked).")
+responses["Error409"] = err("ALREADY_EXISTS (a different upload is pending under this id; appealed before) or FAILED_PRECONDITION (not blocked; a user blocking or following themselves).")
 responses["Error413"] = err("INVALID_ARGUMENT: the body is over the limit.")
 responses["Error429"] = err("RESOURCE_EXHAUSTED", {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}})
 responses["CaptionError"] = {"description": "AUTH_001 (401), VAL_001 (400), METHOD_001 (405), RATE_001 (429), AI_001 (500).",

@@ -26,6 +26,7 @@ schemathesis.openapi.format("sluice-image", images)
 schemathesis.openapi.format("sluice-image-base64", images.map(lambda data: base64.b64encode(data).decode("ascii")))
 
 
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
     """A valid caption request declares the type its image really is (the server checks the magic bytes)."""

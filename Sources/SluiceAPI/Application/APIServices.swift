@@ -31,4 +31,5 @@ public struct APIServices: Sendable {
     }
 
     public var layout: OutputLayout { images.layout }
+    public var relations: Relations { Relations(store: store, conversation: config.conversation) }
 }

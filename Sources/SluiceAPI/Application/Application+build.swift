@@ -31,6 +31,7 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
         CallableRoutes(services: services, limits: limits, health: health, now: now).collection(),
         CaptionRoutes(services: services, limits: limits, now: now).collection(),
         ReportRoutes(services: services, now: now).collection(),
+        RelationRoutes(services: services, now: now).collection(),
     ]
 }
 

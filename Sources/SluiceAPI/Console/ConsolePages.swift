@@ -179,11 +179,7 @@ struct CardView {
         self.next = next
         self.back = back
         if item.kind == .image {
-            let search = item.safeSearch
-            let bars = [("adult", search?.adult), ("racy", search?.racy), ("violence", search?.violence), ("medical", search?.medical),
-                        ("spoof", search?.spoof)].map { name, value in
-                Bar(name: name, level: Self.level(value), value: value?.rawValue ?? "none")
-            }
+            let bars = Self.bars(item.safeSearch)
             var exif: [String] = []
             if let found = item.exif {
                 if found.hadGPS { exif.append("had GPS (removed)") }
@@ -200,6 +196,12 @@ struct CardView {
             text = TextView(segments: Self.segments(item.content?.text ?? "", matches: item.textVerdict?.matches ?? []),
                             priority: item.priority.map { "\($0.priority) (\($0.urgencyScore))" })
         }
+    }
+
+    /// The five SafeSearch likelihoods as bars (`l0` unknown … `l5` very likely).
+    static func bars(_ search: SafeSearch?) -> [Bar] {
+        [("adult", search?.adult), ("racy", search?.racy), ("violence", search?.violence), ("medical", search?.medical), ("spoof", search?.spoof)]
+            .map { Bar(name: $0.0, level: level($0.1), value: $0.1?.rawValue ?? "none") }
     }
 
     static func level(_ value: Likelihood?) -> Int {
@@ -249,9 +251,7 @@ struct AuditCardView {
         created = item.createdAt.formatted(.iso8601)
         src = href.replacingOccurrences(of: "/console/items/", with: "/console/media/")
         auditAction = href.replacingOccurrences(of: "/console/items/", with: "/console/audit-check/")
-        let search = item.safeSearch
-        bars = [("adult", search?.adult), ("racy", search?.racy), ("violence", search?.violence), ("medical", search?.medical), ("spoof", search?.spoof)]
-            .map { CardView.Bar(name: $0.0, level: CardView.level($0.1), value: $0.1?.rawValue ?? "none") }
+        bars = CardView.bars(item.safeSearch)
     }
 }
 
@@ -393,12 +393,19 @@ struct ReportGroupView {
     }
 }
 
+struct FlaggedUserView {
+    var userId: String
+    var why: String
+}
+
 struct ReportsPage {
     var title = "Reports"
     var nav: NavView
     var flash: String?
     var total: Int
     var groups: [ReportGroupView]
+    var flagged: [FlaggedUserView]
+    var hasFlagged = false
     var csrf: String = ""
 }
 

@@ -305,8 +305,28 @@ struct ConsoleRoutes {
             let item = target == "item" ? try await services.store.item(ItemID(subject)) : nil
             groups.append(ReportGroupView(target: target == "user" ? "user" : "item", subject: subject, item: item, reports: reports))
         }
+        // Users to look at: many open reports on them or their items, or blocked by many people lately.
+        var reportsByUser: [String: Int] = [:]
+        for group in groups {
+            let owner = group.target == "user" ? group.subject : (try await services.store.item(ItemID(group.subject)))?.userId
+            if let owner { reportsByUser[owner, default: 0] += group.count }
+        }
+        let settings = services.config.report
+        var flagged: [FlaggedUserView] = []
+        if settings.flagUserAfter > 0 {
+            for (user, count) in reportsByUser where count >= settings.flagUserAfter {
+                flagged.append(FlaggedUserView(userId: user, why: "\(count) open reports"))
+            }
+        }
+        if settings.flagBlocksAfter > 0 {
+            let since = now().addingTimeInterval(-settings.flagWindowHours * 3600)
+            for (user, blocks) in try await services.store.usersBlocked(atLeast: settings.flagBlocksAfter, since: since) {
+                flagged.append(FlaggedUserView(userId: user, why: "blocked by \(blocks) users in \(Int(settings.flagWindowHours)) h"))
+            }
+        }
+        flagged.sort { ($0.userId, $0.why) < ($1.userId, $1.why) }
         return pages.render("reports", ReportsPage(nav: try await nav(reviewer, session), flash: request.uri.queryParameters.get("flash").map { String($0.prefix(200)) },
-                                                   total: open.count, groups: groups, csrf: session.csrf))
+                                                   total: open.count, groups: groups, flagged: flagged, hasFlagged: !flagged.isEmpty, csrf: session.csrf))
     }
 
     func resolveReport(_ request: Request, context: APIContext) async throws -> Response {

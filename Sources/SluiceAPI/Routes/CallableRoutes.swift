@@ -18,7 +18,12 @@ struct CallableRoutes {
         ("validate_text", { $0.validateText }), ("detectPriority", { $0.detectPriority }), ("submit_report", { $0.submitReport }),
         ("get_rate_limits", { $0.getRateLimits }), ("healthCheck", { $0.healthCheck }),
         ("deleteProfilePicture", { $0.deleteProfilePicture }), ("reportUser", { $0.reportUser }),
+        ("blockUser", { $0.relations.blockUser }), ("unblockUser", { $0.relations.unblockUser }), ("isBlocked", { $0.relations.isBlocked }),
+        ("follow", { $0.relations.follow }), ("unfollow", { $0.relations.unfollow }),
+        ("setMessagePrivacy", { $0.relations.setMessagePrivacy }), ("canMessage", { $0.relations.canMessage }),
     ]
+
+    var relations: RelationRoutes { RelationRoutes(services: services, now: now) }
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
@@ -86,8 +91,13 @@ struct CallableRoutes {
         let reporters = Set(try await services.store.reports()
             .filter { $0.target == "item" && $0.messageId == messageId && $0.status == .open }
             .compactMap(\.reporterUserId))
-        guard reporters.count >= threshold else { return }
-        _ = try await services.decisions.withdraw(item.id, reason: "reported by \(reporters.count) users", at: date)
+        // Trusted reporters (their profile says so) count more.
+        var weight = 0
+        for reporter in reporters {
+            weight += try await services.store.relationUser(reporter)?.trusted == true ? services.config.report.trustedWeight : 1
+        }
+        guard weight >= threshold else { return }
+        _ = try await services.decisions.withdraw(item.id, reason: "reported by \(reporters.count) user\(reporters.count == 1 ? "" : "s")", at: date)
     }
 
     /// Seed 004's `reportUser {reporterID, reportedID, reason}` → `{success, reportId}`: a report on a user, listed

@@ -98,6 +98,30 @@ extension PipelineConfig {
         try require(console.sessionHours > 0 && console.sessionHours <= 24 * 30, "console.sessionHours", "must be in 0 < h ≤ 720")
         try require(console.claimSeconds >= 10 && console.claimSeconds <= 3600, "console.claimSeconds", "must be 10...3600")
         try require((0...1).contains(review.auditSampleRate), "review.auditSampleRate", "must be 0...1")
+        try require((0...1000).contains(conversation.requestLimit), "conversation.requestLimit", "must be 0...1000")
+        try require(!conversation.autoReply.isEmpty && conversation.autoReply.count <= 500, "conversation.autoReply", "must be 1-500 characters")
+        try require(spam.flood.perMinute >= 1, "spam.flood.perMinute", "must be ≥ 1")
+        try require(spam.duplicates.recipients >= 1, "spam.duplicates.recipients", "must be ≥ 1")
+        try require((1...86_400).contains(spam.duplicates.windowSeconds), "spam.duplicates.windowSeconds", "must be 1...86400")
+        try require(spam.links.minAccountAgeHours >= 0, "spam.links.minAccountAgeHours", "must be ≥ 0")
+        for (index, domain) in spam.links.blockedDomains.enumerated() {
+            try require(!domain.isEmpty && !domain.contains("/") && !domain.contains(" "), "spam.links.blockedDomains[\(index)]",
+                        "\"\(domain)\" is not a domain name")
+        }
+        try require(spam.repeats.maxRun >= 2, "spam.repeats.maxRun", "must be ≥ 2")
+        try require(spam.newAccount.firstHours >= 0 && spam.newAccount.messages >= 1 && spam.newAccount.links >= 0, "spam.newAccount",
+                    "firstHours ≥ 0, messages ≥ 1, links ≥ 0")
+        var counterNames = Set<String>()
+        for (index, rule) in spam.counters.enumerated() {
+            try require(!rule.name.isEmpty && counterNames.insert(rule.name).inserted, "spam.counters[\(index)].name", "must be set and unique")
+            try require(rule.threshold >= 0, "spam.counters[\(index)].threshold", "must be ≥ 0")
+            try require((0...2_592_000).contains(rule.windowSeconds), "spam.counters[\(index)].windowSeconds", "must be 0...2592000")
+            try require(rule.windowSeconds > 0 || rule.counter == .mentions || rule.counter == .links, "spam.counters[\(index)].windowSeconds",
+                        "0 (per message) works for mentions and links only")
+        }
+        try require((1...100).contains(report.trustedWeight), "report.trustedWeight", "must be 1...100")
+        try require(report.flagUserAfter >= 0 && report.flagBlocksAfter >= 0, "report.flagUserAfter", "flag thresholds must be ≥ 0")
+        try require(report.flagWindowHours > 0 && report.flagWindowHours <= 24 * 365, "report.flagWindowHours", "must be in 0 < h ≤ 8760")
         try require((0...1000).contains(report.autoReviewAfter), "report.autoReviewAfter", "must be 0...1000 (0 = never)")
         try require(!api.host.isEmpty, "api.host", "must not be empty")
         try require((1...1_000_000).contains(text.maxLength), "text.maxLength", "must be 1...1000000")
@@ -174,6 +198,8 @@ private struct ConfigFile: Decodable {
     var console: ConsoleConfig
     var report: ReportConfig
     var review: ReviewConfig
+    var conversation: ConversationConfig
+    var spam: SpamConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -185,7 +211,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam
     }
 
     struct TextSection: Decodable {
@@ -236,6 +262,8 @@ private struct ConfigFile: Decodable {
         console = try c.value(.console, default: ConsoleConfig())
         report = try c.value(.report, default: ReportConfig())
         review = try c.value(.review, default: ReviewConfig())
+        conversation = try c.value(.conversation, default: ConversationConfig())
+        spam = try c.value(.spam, default: SpamConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -266,6 +294,8 @@ private struct ConfigFile: Decodable {
         config.console = console
         config.report = report
         config.review = review
+        config.conversation = conversation
+        config.spam = spam
         return config
     }
 }
@@ -524,13 +554,17 @@ extension ConsoleConfig: Decodable {
 }
 
 extension ReportConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case autoReviewAfter }
+    enum CodingKeys: String, CodingKey, CaseIterable { case autoReviewAfter, trustedWeight, flagUserAfter, flagBlocksAfter, flagWindowHours }
 
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         var v = ReportConfig()
         v.autoReviewAfter = try c.value(.autoReviewAfter, default: v.autoReviewAfter)
+        v.trustedWeight = try c.value(.trustedWeight, default: v.trustedWeight)
+        v.flagUserAfter = try c.value(.flagUserAfter, default: v.flagUserAfter)
+        v.flagBlocksAfter = try c.value(.flagBlocksAfter, default: v.flagBlocksAfter)
+        v.flagWindowHours = try c.value(.flagWindowHours, default: v.flagWindowHours)
         self = v
     }
 }
@@ -544,5 +578,114 @@ extension ReviewConfig: Decodable {
         var v = ReviewConfig()
         v.auditSampleRate = try c.value(.auditSampleRate, default: v.auditSampleRate)
         self = v
+    }
+}
+
+extension ConversationConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case autoReply, requestLimit }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = ConversationConfig()
+        v.autoReply = try c.value(.autoReply, default: v.autoReply)
+        v.requestLimit = try c.value(.requestLimit, default: v.requestLimit)
+        self = v
+    }
+}
+
+extension SpamConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case enabled, flood, duplicates, links, repeats, newAccount, counters }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = SpamConfig()
+        v.enabled = try c.value(.enabled, default: v.enabled)
+        v.flood = try c.value(.flood, default: v.flood)
+        v.duplicates = try c.value(.duplicates, default: v.duplicates)
+        v.links = try c.value(.links, default: v.links)
+        v.repeats = try c.value(.repeats, default: v.repeats)
+        v.newAccount = try c.value(.newAccount, default: v.newAccount)
+        v.counters = try c.value(.counters, default: v.counters)
+        self = v
+    }
+}
+
+extension SpamConfig.Flood: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case perMinute, outcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.perMinute = try c.value(.perMinute, default: v.perMinute)
+        v.outcome = try c.value(.outcome, default: v.outcome)
+        self = v
+    }
+}
+
+extension SpamConfig.Duplicates: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case recipients, windowSeconds, outcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.recipients = try c.value(.recipients, default: v.recipients)
+        v.windowSeconds = try c.value(.windowSeconds, default: v.windowSeconds)
+        v.outcome = try c.value(.outcome, default: v.outcome)
+        self = v
+    }
+}
+
+extension SpamConfig.Links: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case minAccountAgeHours, outcome, blockedDomains, blockedDomainOutcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.minAccountAgeHours = try c.value(.minAccountAgeHours, default: v.minAccountAgeHours)
+        v.outcome = try c.value(.outcome, default: v.outcome)
+        v.blockedDomains = try c.value(.blockedDomains, default: v.blockedDomains).map { $0.lowercased() }
+        v.blockedDomainOutcome = try c.value(.blockedDomainOutcome, default: v.blockedDomainOutcome)
+        self = v
+    }
+}
+
+extension SpamConfig.Repeats: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxRun, outcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.maxRun = try c.value(.maxRun, default: v.maxRun)
+        v.outcome = try c.value(.outcome, default: v.outcome)
+        self = v
+    }
+}
+
+extension SpamConfig.NewAccount: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case firstHours, messages, links, outcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.firstHours = try c.value(.firstHours, default: v.firstHours)
+        v.messages = try c.value(.messages, default: v.messages)
+        v.links = try c.value(.links, default: v.links)
+        v.outcome = try c.value(.outcome, default: v.outcome)
+        self = v
+    }
+}
+
+extension SpamConfig.CounterRule: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case name, counter, windowSeconds, threshold, maxAccountAgeHours, outcome }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), counter: try c.decode(Counter.self, forKey: .counter),
+                  threshold: try c.decode(Int.self, forKey: .threshold))
+        windowSeconds = try c.value(.windowSeconds, default: windowSeconds)
+        maxAccountAgeHours = try c.decodeIfPresent(Double.self, forKey: .maxAccountAgeHours)
+        outcome = try c.value(.outcome, default: outcome)
     }
 }

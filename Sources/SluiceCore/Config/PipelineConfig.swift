@@ -19,6 +19,8 @@ public struct PipelineConfig: Sendable, Equatable {
     public var console = ConsoleConfig()
     public var report = ReportConfig()
     public var review = ReviewConfig()
+    public var conversation = ConversationConfig()
+    public var spam = SpamConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -294,5 +296,91 @@ public struct ReviewConfig: Sendable, Equatable {
 public struct ReportConfig: Sendable, Equatable {
     /// Distinct reporters of an approved item that send it back to review (its outputs withdrawn); 0 = never.
     public var autoReviewAfter = 3
+    /// What a trusted reporter's report counts towards `autoReviewAfter` (users marked `trusted` in their profile).
+    public var trustedWeight = 2
+    /// A user with this many open reports (on them or their items) is flagged in the console; 0 = never.
+    public var flagUserAfter = 3
+    /// …or blocked by this many users within `flagWindowHours`; 0 = never.
+    public var flagBlocksAfter = 3
+    public var flagWindowHours: Double = 24
+    public init() {}
+}
+
+/// `conversation`: the rules stage's messaging permissions (seed 003/004).
+public struct ConversationConfig: Sendable, Equatable {
+    /// What a blocked sender is told (seed 004's checkBlockOnMessage).
+    public var autoReply = "This user has blocked you"
+    /// Messages a non-follower may send before the recipient follows back (seed 003: one).
+    public var requestLimit = 1
+    public init() {}
+}
+
+/// `spam.*`: spam signals, each naming itself in the reason, each with its outcome (`block`, `review`, `mark`).
+public struct SpamConfig: Sendable, Equatable {
+    public struct Flood: Sendable, Equatable {
+        public var perMinute = 20
+        public var outcome: ConversationVerdict.Outcome = .review
+    }
+
+    public struct Duplicates: Sendable, Equatable {
+        /// The same (normalised) text to more than this many distinct recipients within the window.
+        public var recipients = 5
+        public var windowSeconds = 600
+        public var outcome: ConversationVerdict.Outcome = .review
+    }
+
+    public struct Links: Sendable, Equatable {
+        /// Links from accounts younger than this are flagged (0 = off).
+        public var minAccountAgeHours: Double = 24
+        public var outcome: ConversationVerdict.Outcome = .review
+        /// Links to these domains (and their subdomains) are flagged whatever the account's age.
+        public var blockedDomains: [String] = []
+        public var blockedDomainOutcome: ConversationVerdict.Outcome = .block
+    }
+
+    public struct Repeats: Sendable, Equatable {
+        /// A run of more than this many identical characters or emoji.
+        public var maxRun = 20
+        public var outcome: ConversationVerdict.Outcome = .mark
+    }
+
+    public struct NewAccount: Sendable, Equatable {
+        /// In the account's first hours: more than `messages` messages or `links` links.
+        public var firstHours: Double = 1
+        public var messages = 30
+        public var links = 5
+        public var outcome: ConversationVerdict.Outcome = .mark
+    }
+
+    /// An operator's own rule over a counter.
+    public struct CounterRule: Sendable, Equatable {
+        public enum Counter: String, Sendable, ConfigChoice {
+            case messages, links, mentions, recipients
+            public static let role = "a counter"
+        }
+
+        public var name: String
+        public var counter: Counter
+        /// 0 = per message (e.g. mentions in one message).
+        public var windowSeconds = 3600
+        public var threshold: Int
+        /// Only accounts younger than this many hours (nil = every account).
+        public var maxAccountAgeHours: Double?
+        public var outcome: ConversationVerdict.Outcome = .review
+
+        public init(name: String, counter: Counter, threshold: Int) {
+            self.name = name
+            self.counter = counter
+            self.threshold = threshold
+        }
+    }
+
+    public var enabled = true
+    public var flood = Flood()
+    public var duplicates = Duplicates()
+    public var links = Links()
+    public var repeats = Repeats()
+    public var newAccount = NewAccount()
+    public var counters: [CounterRule] = []
     public init() {}
 }

@@ -6,7 +6,7 @@ import Foundation
 extension Item: Codable {
     enum CodingKeys: String, CodingKey {
         case id, kind, userId, status, reason, provider, safeSearch, exif, outputs, original, format, width, height,
-             sourceBytes, attempts, timings, createdAt, updatedAt, text, message, priority, caption, review
+             sourceBytes, attempts, timings, createdAt, updatedAt, text, message, priority, caption, review, conversation
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -33,6 +33,7 @@ extension Item: Codable {
             try c.encode(textVerdict, forKey: .text)
             try c.encode(content, forKey: .message)
             try c.encode(priority, forKey: .priority)
+            try c.encodeIfPresent(conversation, forKey: .conversation)
         } else {
             try c.encode(caption, forKey: .caption)
         }
@@ -59,6 +60,7 @@ extension Item: Codable {
                   textVerdict: try c.decodeIfPresent(TextVerdict.self, forKey: .text),
                   priority: try c.decodeIfPresent(PriorityVerdict.self, forKey: .priority),
                   caption: try c.decodeIfPresent(CaptionOutcome.self, forKey: .caption),
-                  decision: try c.decodeIfPresent(HumanDecision.self, forKey: .review))
+                  decision: try c.decodeIfPresent(HumanDecision.self, forKey: .review),
+                  conversation: try c.decodeIfPresent(ConversationVerdict.self, forKey: .conversation))
     }
 }

@@ -67,12 +67,18 @@ public struct TextContent: Sendable, Codable, Equatable {
     public var kind: String?
     /// `queues/text/{file}:{line}` the message came from.
     public var source: String?
+    /// Who the message is for (the rules stage decides whether it may be delivered) and its conversation.
+    public var recipientId: String?
+    public var conversationId: String?
 
-    public init(text: String, context: String? = nil, kind: String? = nil, source: String? = nil) {
+    public init(text: String, context: String? = nil, kind: String? = nil, source: String? = nil, recipientId: String? = nil,
+                conversationId: String? = nil) {
         self.text = text
         self.context = context
         self.kind = kind
         self.source = source
+        self.recipientId = recipientId
+        self.conversationId = conversationId
     }
 }
 
@@ -167,6 +173,8 @@ public struct Item: Sendable, Equatable {
     public var caption: CaptionOutcome?
     /// The human decision that stands for this item's content, when there is one.
     public var decision: HumanDecision?
+    /// The rules stage's verdict on a message (blocks, message requests, spam signals), when one applied.
+    public var conversation: ConversationVerdict?
 
     public init(id: ItemID, kind: ItemKind, userId: String, status: ItemStatus, reason: String? = nil,
                 provider: String? = nil, safeSearch: SafeSearch? = nil, exif: ExifFindings? = nil,
@@ -175,7 +183,8 @@ public struct Item: Sendable, Equatable {
                 timings: StageTimings = StageTimings(), attempts: Int = 0,
                 createdAt: Date = Date(), updatedAt: Date = Date(), content: TextContent? = nil,
                 textVerdict: TextVerdict? = nil, priority: PriorityVerdict? = nil, caption: CaptionOutcome? = nil,
-                decision: HumanDecision? = nil) {
+                decision: HumanDecision? = nil, conversation: ConversationVerdict? = nil) {
+        self.conversation = conversation
         self.id = id
         self.kind = kind
         self.userId = userId

@@ -138,6 +138,33 @@ public protocol StatusStore: Sendable {
     func recordAppeal(_ appeal: Appeal) async throws(StoreError) -> Bool
     /// Appeals of items still in review.
     func openAppeals() async throws(StoreError) -> [ItemID: Appeal]
+    // MARK: Relations (seed 003/004) and spam counters
+
+    /// Applies one change (block/unblock, follow/unfollow, privacy, profile) and keeps it as history; false when it
+    /// changed nothing (already blocked, not following…).
+    func applyRelationChange(_ change: RelationChange, profile: RelationUser?) async throws(StoreError) -> Bool
+    func relationUser(_ userId: String) async throws(StoreError) -> RelationUser?
+    func isBlocked(blocker: String, blocked: String) async throws(StoreError) -> Bool
+    /// What the rules need about a sender and a recipient, in one read.
+    func relationFacts(sender: String, recipient: String) async throws(StoreError) -> RelationFacts
+    /// Counts a message request (idempotent per item id: a replayed line is not counted twice).
+    func recordMessageRequest(sender: String, recipient: String, itemId: ItemID) async throws(StoreError)
+    /// A user's relation history, oldest first.
+    func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange]
+    /// Blocks this user received since `date`.
+    func blocksReceived(_ userId: String, since date: Date) async throws(StoreError) -> Int
+    /// Users blocked by at least `count` others since `date`, with how many, most first.
+    func usersBlocked(atLeast count: Int, since date: Date) async throws(StoreError) -> [(userId: String, blocks: Int)]
+    /// One message through the rules in one transaction (so several daemons agree and the path stays fast): reads
+    /// the relations, decides seed 003's permission, counts a message request when it is one, and — when the message
+    /// may be delivered — adds to every counter, returning their values.
+    func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
+                      now: Date) async throws(StoreError) -> MessageCounts
+    /// Adds `amount` to `key`'s counter in the current window of `windowSeconds` and returns the new total.
+    func addToCounter(_ key: String, amount: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> Int
+    /// Adds `member` to `key`'s set in the current window and returns how many distinct members it has.
+    func addToDistinct(_ key: String, member: String, windowSeconds: Int, now: Date) async throws(StoreError) -> Int
+
     /// Every `review` event (people's decisions), newest first.
     func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]
 }
@@ -246,9 +273,12 @@ public struct TextSnapshot: Sendable {
     public var verdictJSON: String?
     public var priorityJSON: String?
     public var humanDecided: Bool
+    /// The rules stage's verdict when it blocked, held or marked the message (it stands through reprocessing).
+    public var conversation: ConversationVerdict?
 
     public init(id: ItemID, kind: ItemKind, status: ItemStatus, reason: String?, text: String?, context: String?,
-                verdictJSON: String?, priorityJSON: String?, humanDecided: Bool) {
+                verdictJSON: String?, priorityJSON: String?, humanDecided: Bool, conversation: ConversationVerdict? = nil) {
+        self.conversation = conversation
         self.id = id
         self.kind = kind
         self.status = status

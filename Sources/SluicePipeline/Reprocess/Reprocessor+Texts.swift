@@ -99,6 +99,11 @@ extension Reprocessor {
             if let verdict = judgement.verdict {
                 status = verdict.allowed ? .approved : .blocked
                 reason = verdict.allowed ? nil : verdict.reason
+                // The rules stage's block or hold (a block between users, a spam signal) stands: reprocessing re-runs
+                // the filter, not the conversation's history.
+                if let rules = snapshot.conversation {
+                    (status, reason) = TextOutcome.combine(filterStatus: status, filterReason: reason, rules: rules)
+                }
                 switch StandingDecision.check(machine: status, machineReason: reason, current: decisions[snapshot.id],
                                               contentHash: nil, mode: .reprocess) {
                 case .none: break

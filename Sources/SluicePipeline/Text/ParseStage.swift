@@ -1,11 +1,12 @@
 import Foundation
 import SluiceCore
 
-/// 1. A queue line as one JSON object `{"id", "userId", "text", "context"?, "kind"?}`; anything else is rejected
-/// with a reason naming the file and line (the rest of the file goes on).
+/// 1. A queue line as one JSON object `{"id", "userId" (or seed 000's "senderId"), "text", "context"?, "kind"?,
+/// "recipientId"?, "conversationId"?, "sentAt"?}`; anything else is rejected with a reason naming the file and line
+/// (the rest of the file goes on).
 struct ParseStage: Stage {
     static let kinds: Set<String> = ["message", "post", "comment"]
-    static let fields: Set<String> = ["id", "userId", "text", "context", "kind"]
+    static let fields: Set<String> = ["id", "userId", "senderId", "text", "context", "kind", "recipientId", "conversationId", "sentAt"]
     let name = "parse"
 
     func run(_ line: QueueLine, context: StageContext) async -> StageOutcome<ParsedMessage> {
@@ -21,7 +22,8 @@ struct ParseStage: Stage {
             return rejected(line.fallbackID, "bad id \(Self.describe(rawID)): must match [A-Za-z0-9_.:-]{1,128}")
         }
         let id = ItemID(raw)
-        guard let rawUser = object["userId"] else { return rejected(id, "missing field \"userId\"") }
+        if object["userId"] != nil, object["senderId"] != nil { return rejected(id, "give \"userId\" or \"senderId\", not both") }
+        guard let rawUser = object["userId"] ?? object["senderId"] else { return rejected(id, "missing field \"userId\"") }
         guard let userId = rawUser as? String, Identifiers.isValidSegment(userId) else {
             return rejected(id, "bad userId \(Self.describe(rawUser)): must match [A-Za-z0-9_-]{1,128}")
         }
@@ -39,11 +41,31 @@ struct ParseStage: Stage {
             }
             kind = value
         }
+        var related: [String: String] = [:]
+        for field in ["recipientId", "conversationId"] {
+            guard let raw = object[field], !(raw is NSNull) else { continue }
+            guard let value = raw as? String, Identifiers.isValidSegment(value) else {
+                return rejected(id, userId: userId, "bad \(field) \(Self.describe(raw)): must match [A-Za-z0-9_-]{1,128}")
+            }
+            related[field] = value
+        }
+        var sentAt: Date?
+        if let raw = object["sentAt"], !(raw is NSNull) {
+            guard let value = raw as? String, let date = Self.date(value) else {
+                return rejected(id, userId: userId, "field \"sentAt\" must be an ISO 8601 date-time")
+            }
+            sentAt = date
+        }
         if let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
             return rejected(id, userId: userId, "unknown field \"\(extra)\"")
         }
-        return .proceed(ParsedMessage(id: id, userId: userId, content: TextContent(text: text, context: textContext, kind: kind, source: line.source)))
+        return .proceed(ParsedMessage(id: id, userId: userId,
+                                      content: TextContent(text: text, context: textContext, kind: kind, source: line.source,
+                                                           recipientId: related["recipientId"], conversationId: related["conversationId"]),
+                                      sentAt: sentAt))
     }
+
+    static func date(_ text: String) -> Date? { Relations.date(text) }
 
     private static func describe(_ value: Any) -> String {
         if let string = value as? String {

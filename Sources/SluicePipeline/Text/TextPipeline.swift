@@ -2,8 +2,9 @@ import Foundation
 import SluiceCore
 import SluiceText
 
-/// The text stages in order, assembled once from config: parse → text (the filter) → priority. The daemon's
-/// text queues run every stage; `sluice reprocess` runs the stored message from the filter on.
+/// The text stages in order, assembled once from config: parse → rules (when the store is there) → text (the
+/// filter) → priority. The daemon's text queues run every stage; `sluice reprocess` runs the stored message from
+/// the filter on (the rules' verdict stands).
 public struct TextPipeline: Sendable {
     /// A queue line to a verdict.
     public let intake: Pipeline<QueueLine, Prioritised>
@@ -11,12 +12,23 @@ public struct TextPipeline: Sendable {
     public let judging: Pipeline<ParsedMessage, Prioritised>
     public let filter: ProfanityFilter
     public let priority: any PriorityEngine
+    let observer: any StageObserver
 
-    public init(filter: ProfanityFilter, priority: any PriorityEngine, observer: any StageObserver = StageMetrics()) {
+    public init(filter: ProfanityFilter, priority: any PriorityEngine, observer: any StageObserver = StageMetrics(), rules: ConversationRules? = nil) {
         self.filter = filter
         self.priority = priority
+        self.observer = observer
         judging = Pipeline(FilterStage(filter: filter), observer: observer).then(PrioritiseStage(engine: priority)).verdict(by: "text")
-        intake = Pipeline(ParseStage(), observer: observer).then(FilterStage(filter: filter)).then(PrioritiseStage(engine: priority))
-            .verdict(by: "text")
+        let parse = Pipeline(ParseStage(), observer: observer)
+        if let rules {
+            intake = parse.then(RulesStage(rules: rules)).then(FilterStage(filter: filter)).then(PrioritiseStage(engine: priority)).verdict(by: "text")
+        } else {
+            intake = parse.then(FilterStage(filter: filter)).then(PrioritiseStage(engine: priority)).verdict(by: "text")
+        }
+    }
+
+    /// The same pipeline with the conversation rules stage before the filter (it needs the store).
+    public func with(rules: ConversationRules) -> TextPipeline {
+        TextPipeline(filter: filter, priority: priority, observer: observer, rules: rules)
     }
 }

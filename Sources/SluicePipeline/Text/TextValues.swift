@@ -29,11 +29,17 @@ public struct ParsedMessage: ItemFacts {
     public var id: ItemID
     public var userId: String
     public var content: TextContent
+    /// The rules stage's verdict (nil when the stage did not run or found nothing).
+    public var rules: ConversationVerdict?
+    /// When the app says the message was sent (`sentAt`); windows of the spam counters use it.
+    public var sentAt: Date?
 
-    public init(id: ItemID, userId: String, content: TextContent) {
+    public init(id: ItemID, userId: String, content: TextContent, rules: ConversationVerdict? = nil, sentAt: Date? = nil) {
         self.id = id
         self.userId = userId
         self.content = content
+        self.rules = rules
+        self.sentAt = sentAt
     }
 
     /// SHA-256 of the text: the same id with the same text is a no-op. Computed when recorded, not on the way.
@@ -45,6 +51,7 @@ public struct ParsedMessage: ItemFacts {
         item.userId = userId
         item.content = content
         item.contentHash = contentHash
+        item.conversation = rules
     }
 }
 
@@ -73,8 +80,8 @@ public struct Filtered: ItemFacts {
         message.record(into: &item, scope: scope)
         guard let verdict else { return }
         item.textVerdict = verdict
-        item.status = verdict.allowed ? .approved : .blocked
-        item.reason = verdict.allowed ? nil : verdict.reason
+        (item.status, item.reason) = TextOutcome.combine(filterStatus: verdict.allowed ? .approved : .blocked,
+                                                         filterReason: verdict.allowed ? nil : verdict.reason, rules: message.rules)
     }
 }
 
@@ -86,5 +93,18 @@ public struct Prioritised: ItemFacts {
     public func record(into item: inout Item, scope: RecordScope) {
         filtered.record(into: &item, scope: scope)
         if let priority { item.priority = priority }
+    }
+}
+
+/// How the filter's verdict and the rules stage's verdict make one status: a rules block wins, then the filter's
+/// block, then a rules hold (review); `mark` only annotates.
+public enum TextOutcome {
+    public static func combine(filterStatus: ItemStatus, filterReason: String?, rules: ConversationVerdict?) -> (ItemStatus, String?) {
+        guard let rules else { return (filterStatus, filterReason) }
+        switch rules.outcome {
+        case .block: return (.blocked, rules.reason)
+        case .review where filterStatus == .approved: return (.review, rules.reason)
+        default: return (filterStatus, filterReason)
+        }
     }
 }

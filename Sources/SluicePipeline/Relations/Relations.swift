@@ -1,0 +1,136 @@
+import Foundation
+import SluiceCore
+
+/// The relations the app mirrors into Sluice (blocks, follows, message privacy, profiles), with history; the one
+/// place the API's callables and REST endpoints and `sluice relations import` change them.
+public struct Relations: Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public var message: String
+        /// A user naming themselves (blocking or following themselves): valid input, not a possible relation.
+        public var isSelf = false
+        public var description: String { message }
+    }
+
+    let store: any StatusStore
+    let conversation: ConversationConfig
+
+    public init(store: any StatusStore, conversation: ConversationConfig) {
+        self.store = store
+        self.conversation = conversation
+    }
+
+    static func check(_ user: String, _ role: String) throws {
+        if let problem = Identifiers.problem(with: user, role: role) { throw Failure(message: problem) }
+    }
+
+    @discardableResult
+    public func block(_ blocker: String, _ blocked: String, on: Bool, at date: Date = Date()) async throws -> Bool {
+        try Self.check(blocker, "blocker")
+        try Self.check(blocked, "blocked user")
+        guard blocker != blocked else { throw Failure(message: "users cannot block themselves", isSelf: true) }
+        return try await store.applyRelationChange(RelationChange(kind: on ? .block : .unblock, actor: blocker, subject: blocked, at: date), profile: nil)
+    }
+
+    @discardableResult
+    public func follow(_ follower: String, _ followee: String, on: Bool, at date: Date = Date()) async throws -> Bool {
+        try Self.check(follower, "follower")
+        try Self.check(followee, "followed user")
+        guard follower != followee else { throw Failure(message: "users cannot follow themselves", isSelf: true) }
+        return try await store.applyRelationChange(RelationChange(kind: on ? .follow : .unfollow, actor: follower, subject: followee, at: date), profile: nil)
+    }
+
+    @discardableResult
+    public func setPrivacy(_ user: String, _ privacy: MessagePrivacy, at date: Date = Date()) async throws -> Bool {
+        try Self.check(user, "user")
+        return try await store.applyRelationChange(RelationChange(kind: .privacy, actor: user, subject: privacy.rawValue, at: date), profile: nil)
+    }
+
+    /// A user's profile as the app knows it (privacy, account creation, trusted reporter).
+    @discardableResult
+    public func setProfile(_ profile: RelationUser, at date: Date = Date()) async throws -> Bool {
+        try Self.check(profile.userId, "user")
+        let summary = "\(profile.messagePrivacy.rawValue)\(profile.trusted ? ", trusted" : "")"
+        return try await store.applyRelationChange(RelationChange(kind: .profile, actor: profile.userId, subject: summary, at: date), profile: profile)
+    }
+
+    public func isBlocked(_ blocker: String, _ blocked: String) async throws -> Bool {
+        try Self.check(blocker, "blocker")
+        try Self.check(blocked, "blocked user")
+        return try await store.isBlocked(blocker: blocker, blocked: blocked)
+    }
+
+    /// Seed 003's rules for a message from `sender` to `recipient` now.
+    public func canMessage(_ sender: String, _ recipient: String) async throws -> MessagingPermission {
+        try Self.check(sender, "sender")
+        try Self.check(recipient, "recipientId")
+        guard sender != recipient else { return MessagingPermission(allowed: true, reason: "a note to self", requestsRemaining: nil, kind: .unlimited) }
+        return MessagingPermission.decide(try await store.relationFacts(sender: sender, recipient: recipient), requestLimit: conversation.requestLimit)
+    }
+
+    public struct ImportSummary: Sendable, Codable, Equatable {
+        public var applied = 0
+        public var unchanged = 0
+        public var rejected: [String] = []
+    }
+
+    /// `sluice relations import`: one JSON object per line — `{"type": "user", "userId", "messagePrivacy"?,
+    /// "createdAt"?, "trusted"?}`, `{"type": "follow"|"block", "from", "to"}`. Bad lines are listed with their
+    /// number and reason; the rest is applied.
+    public func importLines(_ data: Data, source: String) async throws -> ImportSummary {
+        var summary = ImportSummary()
+        var number = 0
+        for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            number += 1
+            let bytes = Data(line)
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            do {
+                guard let object = (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any] else {
+                    throw Failure(message: "not a JSON object")
+                }
+                let changed: Bool
+                switch object["type"] as? String {
+                case "user":
+                    guard let user = object["userId"] as? String else { throw Failure(message: "missing \"userId\"") }
+                    var profile = RelationUser(userId: user)
+                    if let raw = object["messagePrivacy"] {
+                        guard let text = raw as? String, let privacy = MessagePrivacy(rawValue: text) else {
+                            throw Failure(message: "\"messagePrivacy\" must be anyone or followers")
+                        }
+                        profile.messagePrivacy = privacy
+                    }
+                    if let raw = object["createdAt"] {
+                        guard let text = raw as? String, let date = Self.date(text) else { throw Failure(message: "\"createdAt\" must be an ISO 8601 date-time") }
+                        profile.createdAt = date
+                    }
+                    if let raw = object["trusted"] {
+                        guard let flag = raw as? Bool else { throw Failure(message: "\"trusted\" must be true or false") }
+                        profile.trusted = flag
+                    }
+                    changed = try await setProfile(profile)
+                case let kind? where kind == "follow" || kind == "block":
+                    guard let from = object["from"] as? String, let to = object["to"] as? String else {
+                        throw Failure(message: "a \(kind) needs \"from\" and \"to\" user ids")
+                    }
+                    changed = kind == "follow" ? try await follow(from, to, on: true) : try await block(from, to, on: true)
+                default:
+                    throw Failure(message: "\"type\" must be user, follow or block")
+                }
+                if changed { summary.applied += 1 } else { summary.unchanged += 1 }
+            } catch let failure as Failure {
+                summary.rejected.append("\(source):\(number): \(failure.message)")
+            }
+        }
+        return summary
+    }
+
+    /// RFC 3339 date-times: `Z` or an offset, with or without fractional seconds (any case).
+    public static func date(_ text: String) -> Date? {
+        let upper = text.uppercased()
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            if let date = formatter.date(from: upper) { return date }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+extension SQLiteStore {
+    public func applyRelationChange(_ change: RelationChange, profile: RelationUser?) async throws(StoreError) -> Bool {
+        try await write("record \(change.kind.rawValue) by \(change.actor)") { db in
+            switch change.kind {
+            case .block:
+                try db.execute(sql: "INSERT OR IGNORE INTO block (blocker, blocked, at) VALUES (?, ?, ?)", arguments: [change.actor, change.subject, change.at])
+            case .unblock:
+                try db.execute(sql: "DELETE FROM block WHERE blocker = ? AND blocked = ?", arguments: [change.actor, change.subject])
+            case .follow:
+                try db.execute(sql: "INSERT OR IGNORE INTO follow (follower, followee, at) VALUES (?, ?, ?)", arguments: [change.actor, change.subject, change.at])
+            case .unfollow:
+                try db.execute(sql: "DELETE FROM follow WHERE follower = ? AND followee = ?", arguments: [change.actor, change.subject])
+            case .privacy:
+                try db.execute(sql: """
+                    INSERT INTO relationUser (userId, messagePrivacy) VALUES (?, ?)
+                    ON CONFLICT(userId) DO UPDATE SET messagePrivacy = excluded.messagePrivacy WHERE messagePrivacy != excluded.messagePrivacy
+                    """, arguments: [change.actor, change.subject])
+            case .profile:
+                guard let profile else { return false }
+                try db.execute(sql: """
+                    INSERT INTO relationUser (userId, messagePrivacy, createdAt, trusted) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(userId) DO UPDATE SET messagePrivacy = excluded.messagePrivacy, createdAt = excluded.createdAt, trusted = excluded.trusted
+                    """, arguments: [profile.userId, profile.messagePrivacy.rawValue, profile.createdAt, profile.trusted])
+            }
+            let changed = db.changesCount > 0
+            if changed {
+                try db.execute(sql: "INSERT INTO relationChange (kind, actor, subject, at) VALUES (?, ?, ?, ?)",
+                               arguments: [change.kind.rawValue, change.actor, change.subject, change.at])
+            }
+            return changed
+        }
+    }
+
+    public func relationUser(_ userId: String) async throws(StoreError) -> RelationUser? {
+        try await read("read relations of \(userId)") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM relationUser WHERE userId = ?", arguments: [userId]).map { row in
+                RelationUser(userId: row["userId"], messagePrivacy: MessagePrivacy(rawValue: row["messagePrivacy"]) ?? .followers,
+                             createdAt: row["createdAt"], trusted: row["trusted"])
+            }
+        }
+    }
+
+    public func isBlocked(blocker: String, blocked: String) async throws(StoreError) -> Bool {
+        try await read("read block") { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM block WHERE blocker = ? AND blocked = ?)", arguments: [blocker, blocked]) ?? false
+        }
+    }
+
+    public func relationFacts(sender: String, recipient: String) async throws(StoreError) -> RelationFacts {
+        try await read("read relations of \(sender) and \(recipient)") { db in try Self.facts(db, sender: sender, recipient: recipient) }
+    }
+
+    public func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
+                             now: Date) async throws(StoreError) -> MessageCounts {
+        try await write("judge the message \(itemId)") { db in
+            let facts = try Self.facts(db, sender: sender, recipient: recipient)
+            let permission = MessagingPermission.decide(facts, requestLimit: requestLimit)
+            guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
+            if permission.kind == .request {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)")
+                    .execute(arguments: [sender, recipient, itemId.rawValue])
+            }
+            if Int.random(in: 0..<4096) == 0 { try Self.sweepCounters(db, now: now) }
+            let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
+            var values: [Int?] = []
+            for counter in counters {
+                if let maxAge = counter.maxSenderAge {
+                    guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
+                }
+                values.append(try Self.count(db, counter, now: now))
+            }
+            return MessageCounts(facts: facts, permission: permission, counters: values)
+        }
+    }
+
+    /// Cached statements: this runs once per message on the daemon's text path.
+    static func count(_ db: Database, _ counter: CounterIncrement, now: Date) throws -> Int {
+        let window = Int(now.timeIntervalSince1970) / counter.windowSeconds * counter.windowSeconds
+        if let member = counter.member {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO spamDistinct (key, windowStart, member) VALUES (?, ?, ?)")
+                .execute(arguments: [counter.key, window, member])
+            return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM spamDistinct WHERE key = ? AND windowStart = ?"),
+                                    arguments: [counter.key, window]) ?? 1
+        }
+        return try Int.fetchOne(db.cachedStatement(sql: """
+            INSERT INTO spamCounter (key, windowStart, count) VALUES (?, ?, ?)
+            ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
+            RETURNING count
+            """), arguments: [counter.key, window, counter.amount]) ?? counter.amount
+    }
+
+    /// Windows that ended go now and then (a full sweep of both tables), not on every message.
+    static func sweepCounters(_ db: Database, now: Date) throws {
+        let cutoff = Int(now.timeIntervalSince1970) - 31 * 86_400
+        try db.execute(sql: "DELETE FROM spamCounter WHERE windowStart < ?", arguments: [cutoff])
+        try db.execute(sql: "DELETE FROM spamDistinct WHERE windowStart < ?", arguments: [cutoff])
+    }
+
+    static func facts(_ db: Database, sender: String, recipient: String) throws -> RelationFacts {
+        do {
+            var facts = RelationFacts()
+            let row = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT
+                  EXISTS (SELECT 1 FROM block WHERE blocker = :r AND blocked = :s) AS recipientBlockedSender,
+                  EXISTS (SELECT 1 FROM block WHERE blocker = :s AND blocked = :r) AS senderBlockedRecipient,
+                  EXISTS (SELECT 1 FROM follow WHERE follower = :s AND followee = :r) AS senderFollowsRecipient,
+                  EXISTS (SELECT 1 FROM follow WHERE follower = :r AND followee = :s) AS recipientFollowsSender,
+                  (SELECT messagePrivacy FROM relationUser WHERE userId = :r) AS recipientPrivacy,
+                  (SELECT createdAt FROM relationUser WHERE userId = :s) AS senderCreatedAt,
+                  (SELECT COUNT(*) FROM messageRequest WHERE sender = :s AND recipient = :r) AS requestsSent
+                """), arguments: ["s": sender, "r": recipient])
+            guard let row else { return facts }
+            facts.recipientBlockedSender = row["recipientBlockedSender"]
+            facts.senderBlockedRecipient = row["senderBlockedRecipient"]
+            facts.senderFollowsRecipient = row["senderFollowsRecipient"]
+            facts.recipientFollowsSender = row["recipientFollowsSender"]
+            facts.recipientPrivacy = (row["recipientPrivacy"] as String?).flatMap(MessagePrivacy.init(rawValue:)) ?? .followers
+            facts.senderCreatedAt = row["senderCreatedAt"]
+            facts.requestsSent = row["requestsSent"]
+            return facts
+        }
+    }
+
+    public func recordMessageRequest(sender: String, recipient: String, itemId: ItemID) async throws(StoreError) {
+        try await write("count a message request") { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)",
+                           arguments: [sender, recipient, itemId.rawValue])
+        }
+    }
+
+    public func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange] {
+        try await read("read relation history") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM relationChange WHERE actor = ? OR subject = ? ORDER BY seq", arguments: [userId, userId]).compactMap { row in
+                guard let kind = RelationChange.Kind(rawValue: row["kind"]) else { return nil }
+                return RelationChange(kind: kind, actor: row["actor"], subject: row["subject"], at: row["at"])
+            }
+        }
+    }
+
+    public func blocksReceived(_ userId: String, since date: Date) async throws(StoreError) -> Int {
+        try await read("count blocks") { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM block WHERE blocked = ? AND at >= ?", arguments: [userId, date]) ?? 0
+        }
+    }
+
+    public func usersBlocked(atLeast count: Int, since date: Date) async throws(StoreError) -> [(userId: String, blocks: Int)] {
+        try await read("list blocked users") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT blocked, COUNT(*) AS n FROM block WHERE at >= ? GROUP BY blocked HAVING n >= ? ORDER BY n DESC, blocked LIMIT 200
+                """, arguments: [date, count]).map { (userId: $0["blocked"], blocks: $0["n"]) }
+        }
+    }
+
+    public func addToCounter(_ key: String, amount: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> Int {
+        try await write("count \(key)") { db in try Self.count(db, CounterIncrement(key: key, amount: amount, windowSeconds: windowSeconds), now: now) }
+    }
+
+    public func addToDistinct(_ key: String, member: String, windowSeconds: Int, now: Date) async throws(StoreError) -> Int {
+        try await write("count distinct \(key)") { db in
+            try Self.count(db, CounterIncrement(key: key, windowSeconds: windowSeconds, member: member), now: now)
+        }
+    }
+}
