@@ -35,6 +35,24 @@ extension SQLiteStore {
         }
     }
 
+    public func eraseRelations(of userId: String) async throws(StoreError) {
+        try await write("erase the relations of \(userId)") { db in
+            try db.execute(sql: "DELETE FROM relationUser WHERE userId = ?", arguments: [userId])
+            try db.execute(sql: "DELETE FROM follow WHERE follower = ? OR followee = ?", arguments: [userId, userId])
+            try db.execute(sql: "DELETE FROM block WHERE blocker = ? OR blocked = ?", arguments: [userId, userId])
+            try db.execute(sql: "DELETE FROM relationChange WHERE actor = ? OR subject = ?", arguments: [userId, userId])
+            try db.execute(sql: "DELETE FROM messageRequest WHERE sender = ? OR recipient = ?", arguments: [userId, userId])
+            // Counter keys end with the sender (`…:{userId}`) or name them in the middle (duplicates).
+            try db.execute(sql: "DELETE FROM spamCounter WHERE key LIKE '%:' || ? ESCAPE '\\'", arguments: [Self.likeEscaped(userId)])
+            try db.execute(sql: "DELETE FROM spamDistinct WHERE key LIKE '%:' || ? || ':%' ESCAPE '\\' OR key LIKE '%:' || ? ESCAPE '\\' OR member = ?",
+                           arguments: [Self.likeEscaped(userId), Self.likeEscaped(userId), userId])
+        }
+    }
+
+    static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+    }
+
     public func relationUser(_ userId: String) async throws(StoreError) -> RelationUser? {
         try await read("read relations of \(userId)") { db in
             try Row.fetchOne(db, sql: "SELECT * FROM relationUser WHERE userId = ?", arguments: [userId]).map { row in

@@ -89,6 +89,12 @@ import Testing
                                      body: ByteBuffer(string: #"{"data": {"messageId": "grace/keep", "category": "spam", "description": "mine"}}"#)) { response in
                 #expect(response.status == .ok)
             }
+            try await client.execute(uri: "/v1/users/grace/follows/frank", method: .put, headers: SeedClientTests.app) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/v1/users/frank/blocks/grace", method: .put, headers: SeedClientTests.app) { response in
+                #expect(response.status == .ok)
+            }
             try await client.execute(uri: "/v1/users/frank", method: .delete, headers: SeedClientTests.app) { response in
                 #expect(response.status == .ok)
                 let body = SeedClientTests.json(response.body)
@@ -102,6 +108,9 @@ import Testing
         #expect(!root.allFiles().contains { $0.contains("frank") }, "\(root.allFiles())")
         #expect(try await store.items(matching: ItemFilter(userId: "frank")).isEmpty)
         #expect(try await store.reports().allSatisfy { $0.reporterUserId == nil && $0.description == nil })
+        let stillBlocks = try await store.isBlocked(blocker: "frank", blocked: "grace")
+        #expect(try await store.relationHistory("frank").isEmpty && !stillBlocks)
+        #expect(try await store.relationFacts(sender: "grace", recipient: "frank") == RelationFacts(), "no follow of frank is left")
         // grace is untouched.
         #expect(try await store.item("grace/keep")?.status == .approved)
         #expect(root.allFiles().contains("approved/grace/keep.jpg"))

@@ -149,6 +149,8 @@ public protocol StatusStore: Sendable {
     func relationFacts(sender: String, recipient: String) async throws(StoreError) -> RelationFacts
     /// Counts a message request (idempotent per item id: a replayed line is not counted twice).
     func recordMessageRequest(sender: String, recipient: String, itemId: ItemID) async throws(StoreError)
+    /// Erasure: every relation, history row, message request and spam counter of the user.
+    func eraseRelations(of userId: String) async throws(StoreError)
     /// A user's relation history, oldest first.
     func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange]
     /// Blocks this user received since `date`.

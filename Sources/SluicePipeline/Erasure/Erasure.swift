@@ -31,8 +31,8 @@ public struct Erasure: Sendable {
         return summary.items.isEmpty && summary.files == 0 ? nil : summary
     }
 
-    /// Everything of one user: their folders in every part of the contract, every item, and their name on the
-    /// reports they filed.
+    /// Everything of one user: their folders in every part of the contract, every item, their name on the
+    /// reports they filed, and their relations (profile, follows, blocks, history, message requests, counters).
     public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
         var summary = Summary()
         for folder in layout.folders(ofUser: userId) {
@@ -48,6 +48,7 @@ public struct Erasure: Sendable {
         let ids = try await store.itemIDs(matching: ItemFilter(userId: userId))
         summary.items = try await store.eraseItems(ids, by: by, reason: reason, at: date).map(\.id)
         try await store.anonymizeReports(by: userId)
+        try await store.eraseRelations(of: userId)
         return summary
     }
 }
