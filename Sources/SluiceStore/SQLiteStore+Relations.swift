@@ -119,35 +119,26 @@ extension SQLiteStore {
     }
 
     static func facts(_ db: Database, sender: String, recipient: String) throws -> RelationFacts {
-        do {
-            var facts = RelationFacts()
-            let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT
-                  EXISTS (SELECT 1 FROM block WHERE blocker = :r AND blocked = :s) AS recipientBlockedSender,
-                  EXISTS (SELECT 1 FROM block WHERE blocker = :s AND blocked = :r) AS senderBlockedRecipient,
-                  EXISTS (SELECT 1 FROM follow WHERE follower = :s AND followee = :r) AS senderFollowsRecipient,
-                  EXISTS (SELECT 1 FROM follow WHERE follower = :r AND followee = :s) AS recipientFollowsSender,
-                  (SELECT messagePrivacy FROM relationUser WHERE userId = :r) AS recipientPrivacy,
-                  (SELECT createdAt FROM relationUser WHERE userId = :s) AS senderCreatedAt,
-                  (SELECT COUNT(*) FROM messageRequest WHERE sender = :s AND recipient = :r) AS requestsSent
-                """), arguments: ["s": sender, "r": recipient])
-            guard let row else { return facts }
-            facts.recipientBlockedSender = row["recipientBlockedSender"]
-            facts.senderBlockedRecipient = row["senderBlockedRecipient"]
-            facts.senderFollowsRecipient = row["senderFollowsRecipient"]
-            facts.recipientFollowsSender = row["recipientFollowsSender"]
-            facts.recipientPrivacy = (row["recipientPrivacy"] as String?).flatMap(MessagePrivacy.init(rawValue:)) ?? .followers
-            facts.senderCreatedAt = row["senderCreatedAt"]
-            facts.requestsSent = row["requestsSent"]
-            return facts
-        }
-    }
-
-    public func recordMessageRequest(sender: String, recipient: String, itemId: ItemID) async throws(StoreError) {
-        try await write("count a message request") { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)",
-                           arguments: [sender, recipient, itemId.rawValue])
-        }
+        var facts = RelationFacts()
+        let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT
+              EXISTS (SELECT 1 FROM block WHERE blocker = :r AND blocked = :s) AS recipientBlockedSender,
+              EXISTS (SELECT 1 FROM block WHERE blocker = :s AND blocked = :r) AS senderBlockedRecipient,
+              EXISTS (SELECT 1 FROM follow WHERE follower = :s AND followee = :r) AS senderFollowsRecipient,
+              EXISTS (SELECT 1 FROM follow WHERE follower = :r AND followee = :s) AS recipientFollowsSender,
+              (SELECT messagePrivacy FROM relationUser WHERE userId = :r) AS recipientPrivacy,
+              (SELECT createdAt FROM relationUser WHERE userId = :s) AS senderCreatedAt,
+              (SELECT COUNT(*) FROM messageRequest WHERE sender = :s AND recipient = :r) AS requestsSent
+            """), arguments: ["s": sender, "r": recipient])
+        guard let row else { return facts }
+        facts.recipientBlockedSender = row["recipientBlockedSender"]
+        facts.senderBlockedRecipient = row["senderBlockedRecipient"]
+        facts.senderFollowsRecipient = row["senderFollowsRecipient"]
+        facts.recipientFollowsSender = row["recipientFollowsSender"]
+        facts.recipientPrivacy = (row["recipientPrivacy"] as String?).flatMap(MessagePrivacy.init(rawValue:)) ?? .followers
+        facts.senderCreatedAt = row["senderCreatedAt"]
+        facts.requestsSent = row["requestsSent"]
+        return facts
     }
 
     public func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange] {
@@ -159,12 +150,6 @@ extension SQLiteStore {
         }
     }
 
-    public func blocksReceived(_ userId: String, since date: Date) async throws(StoreError) -> Int {
-        try await read("count blocks") { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM block WHERE blocked = ? AND at >= ?", arguments: [userId, date]) ?? 0
-        }
-    }
-
     public func usersBlocked(atLeast count: Int, since date: Date) async throws(StoreError) -> [(userId: String, blocks: Int)] {
         try await read("list blocked users") { db in
             try Row.fetchAll(db, sql: """
@@ -173,13 +158,4 @@ extension SQLiteStore {
         }
     }
 
-    public func addToCounter(_ key: String, amount: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> Int {
-        try await write("count \(key)") { db in try Self.count(db, CounterIncrement(key: key, amount: amount, windowSeconds: windowSeconds), now: now) }
-    }
-
-    public func addToDistinct(_ key: String, member: String, windowSeconds: Int, now: Date) async throws(StoreError) -> Int {
-        try await write("count distinct \(key)") { db in
-            try Self.count(db, CounterIncrement(key: key, windowSeconds: windowSeconds, member: member), now: now)
-        }
-    }
 }

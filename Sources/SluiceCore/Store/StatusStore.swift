@@ -147,14 +147,10 @@ public protocol StatusStore: Sendable {
     func isBlocked(blocker: String, blocked: String) async throws(StoreError) -> Bool
     /// What the rules need about a sender and a recipient, in one read.
     func relationFacts(sender: String, recipient: String) async throws(StoreError) -> RelationFacts
-    /// Counts a message request (idempotent per item id: a replayed line is not counted twice).
-    func recordMessageRequest(sender: String, recipient: String, itemId: ItemID) async throws(StoreError)
     /// Erasure: every relation, history row, message request and spam counter of the user.
     func eraseRelations(of userId: String) async throws(StoreError)
     /// A user's relation history, oldest first.
     func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange]
-    /// Blocks this user received since `date`.
-    func blocksReceived(_ userId: String, since date: Date) async throws(StoreError) -> Int
     /// Users blocked by at least `count` others since `date`, with how many, most first.
     func usersBlocked(atLeast count: Int, since date: Date) async throws(StoreError) -> [(userId: String, blocks: Int)]
     /// One message through the rules in one transaction (so several daemons agree and the path stays fast): reads
@@ -162,10 +158,6 @@ public protocol StatusStore: Sendable {
     /// may be delivered — adds to every counter, returning their values.
     func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
                       now: Date) async throws(StoreError) -> MessageCounts
-    /// Adds `amount` to `key`'s counter in the current window of `windowSeconds` and returns the new total.
-    func addToCounter(_ key: String, amount: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> Int
-    /// Adds `member` to `key`'s set in the current window and returns how many distinct members it has.
-    func addToDistinct(_ key: String, member: String, windowSeconds: Int, now: Date) async throws(StoreError) -> Int
 
     /// Every `review` event (people's decisions), newest first.
     func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]
