@@ -17,6 +17,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.common.exceptions import JavascriptException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -43,7 +44,16 @@ for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--dis
              "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]:
     options.add_argument(flag)
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-wait = WebDriverWait(driver, 20)
+# Pages reload after every decision: an element read mid-navigation is stale, so waits read the page in one script
+# call and retry on staleness.
+wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException, JavascriptException])
+
+
+def card_ids():
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('article.card[data-item-id]')).map(c => c.getAttribute('data-item-id'));")
+
+
 try:
     # Signed out: the console sends us to sign in.
     driver.get(base + "/console/")
@@ -53,7 +63,7 @@ try:
     driver.find_element(By.NAME, "password").send_keys("a moderator's passphrase")
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "article.card[data-item-id]")))
-    cards = [card.get_attribute("data-item-id") for card in driver.find_elements(By.CSS_SELECTOR, "article.card[data-item-id]")]
+    cards = card_ids()
     check(len(cards) >= 3, f"expected the seeded review items, saw {cards}")
     blurred = driver.execute_script("return getComputedStyle(document.querySelector('img.preview')).filter")
     check("blur" in blurred, f"images must be blurred by default, filter is {blurred!r}")
@@ -62,17 +72,17 @@ try:
     def focused():
         return driver.execute_script("var c = document.querySelector('article.card.focused'); return c && c.getAttribute('data-item-id');")
 
+    wait.until(lambda d: focused() is not None)  # console.js is deferred
     check(focused() == cards[0], f"the first item should be focused, not {focused()}")
     ActionChains(driver).send_keys("j").perform()
     second = focused()
     check(second == cards[1], f"j should move to {cards[1]}, focus is on {second}")
     ActionChains(driver).send_keys("a").perform()
-    wait.until(lambda d: "flash=" in d.current_url)
-    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "article.card.focused")))
+    wait.until(lambda d: second not in card_ids() and focused() is not None)
     third = focused()
     check(third == cards[2], f"after approving, the next item ({cards[2]}) should be focused, not {third}")
     ActionChains(driver).send_keys("b").perform()
-    wait.until(lambda d: cards[2] not in [c.get_attribute("data-item-id") for c in d.find_elements(By.CSS_SELECTOR, "article.card[data-item-id]")])
+    wait.until(lambda d: third not in card_ids())
 
     approved, blocked = status(second), status(third)
     check(approved["status"] == "approved" and approved["review"]["by"] == "mod", f"{second}: {approved['status']}")
