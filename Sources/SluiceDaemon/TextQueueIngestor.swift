@@ -63,6 +63,9 @@ public struct TextQueueIngestor: Sendable {
 
         func flush() async throws {
             guard !batch.isEmpty else { return }
+            // The rules' counts first: a crash before the verdicts are recorded replays the lines, and a message
+            // request is keyed by its item, so it is counted once.
+            try await pipeline.settle()
             let existing = try await store.contentHashes(batch.map(\.id))
             var seen = Set<ItemID>()
             var fresh: [Item] = []

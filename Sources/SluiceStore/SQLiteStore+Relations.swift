@@ -72,43 +72,69 @@ extension SQLiteStore {
         try await read("read relations of \(sender) and \(recipient)") { db in try Self.facts(db, sender: sender, recipient: recipient) }
     }
 
-    public func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
-                             now: Date) async throws(StoreError) -> MessageCounts {
-        try await write("judge the message \(itemId)") { db in
-            let facts = try Self.facts(db, sender: sender, recipient: recipient)
-            let permission = MessagingPermission.decide(facts, requestLimit: requestLimit)
-            guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
-            if permission.kind == .request {
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)")
-                    .execute(arguments: [sender, recipient, itemId.rawValue])
+    public func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int] {
+        guard !tally.isEmpty else { return [:] }
+        return try await write("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.slots.count) counters)") { db in
+            let request = try db.cachedStatement(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)")
+            for mark in tally.requests {
+                try request.execute(arguments: [mark.sender, mark.recipient, mark.itemId])
             }
-            if Int.random(in: 0..<4096) == 0 { try Self.sweepCounters(db, now: now) }
-            let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
-            var values: [Int?] = []
-            for counter in counters {
-                if let maxAge = counter.maxSenderAge {
-                    guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
+            var totals: [CounterSlot: Int] = [:]
+            let add = try db.cachedStatement(sql: """
+                INSERT INTO spamCounter (key, windowStart, count) VALUES (?, ?, ?)
+                ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
+                RETURNING count
+                """)
+            for (slot, amount) in tally.amounts {
+                totals[slot] = try Int.fetchOne(add, arguments: [slot.key, slot.windowStart, amount]) ?? amount
+            }
+            let insertMember = try db.cachedStatement(sql: "INSERT OR IGNORE INTO spamDistinct (key, windowStart, member) VALUES (?, ?, ?)")
+            let countMembers = try db.cachedStatement(sql: "SELECT COUNT(*) FROM spamDistinct WHERE key = ? AND windowStart = ?")
+            for (slot, members) in tally.members {
+                for member in members {
+                    try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
                 }
-                values.append(try Self.count(db, counter, now: now))
+                totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? members.count
             }
-            return MessageCounts(facts: facts, permission: permission, counters: values)
+            if Int.random(in: 0..<64) == 0 { try Self.sweepCounters(db, now: now) }
+            return totals
         }
     }
 
-    /// Cached statements: this runs once per message on the daemon's text path.
-    static func count(_ db: Database, _ counter: CounterIncrement, now: Date) throws -> Int {
-        let window = Int(now.timeIntervalSince1970) / counter.windowSeconds * counter.windowSeconds
-        if let member = counter.member {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO spamDistinct (key, windowStart, member) VALUES (?, ?, ?)")
-                .execute(arguments: [counter.key, window, member])
-            return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM spamDistinct WHERE key = ? AND windowStart = ?"),
-                                    arguments: [counter.key, window]) ?? 1
+    public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
+                                  distinct: [CounterSlot]) async throws(StoreError) -> ConversationState {
+        try await read("read the conversation of \(sender) and \(recipient)") { db in
+            var state = ConversationState(facts: facts ? try Self.facts(db, sender: sender, recipient: recipient) : nil)
+            let total = try db.cachedStatement(sql: "SELECT count FROM spamCounter WHERE key = ? AND windowStart = ?")
+            for slot in counted {
+                if let count = try Int.fetchOne(total, arguments: [slot.key, slot.windowStart]) { state.totals[slot] = count }
+            }
+            let members = try db.cachedStatement(sql: "SELECT member FROM spamDistinct WHERE key = ? AND windowStart = ?")
+            for slot in distinct {
+                state.members[slot] = Set(try String.fetchAll(members, arguments: [slot.key, slot.windowStart]))
+            }
+            return state
         }
-        return try Int.fetchOne(db.cachedStatement(sql: """
-            INSERT INTO spamCounter (key, windowStart, count) VALUES (?, ?, ?)
-            ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
-            RETURNING count
-            """), arguments: [counter.key, window, counter.amount]) ?? counter.amount
+    }
+
+    public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
+        try await read("read relation changes") { db in
+            guard let seq else {
+                return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? 0, complete: true)
+            }
+            let limit = 5_000
+            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, actor, subject FROM relationChange WHERE seq > ? ORDER BY seq LIMIT ?"),
+                                        arguments: [seq, limit + 1])
+            guard rows.count <= limit else {
+                return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? seq, complete: false)
+            }
+            var users = Set<String>()
+            for row in rows {
+                users.insert(row["actor"])
+                users.insert(row["subject"])
+            }
+            return RelationChangeFeed(users: users, last: rows.last?["seq"] ?? seq, complete: true)
+        }
     }
 
     /// Windows that ended go now and then (a full sweep of both tables), not on every message.

@@ -190,6 +190,38 @@ import Testing
         #expect(try await store.metricsSnapshots() == [MetricsSnapshot(source: "daemon", body: "a 2", updatedAt: Self.t0.addingTimeInterval(1)),
                                                        MetricsSnapshot(source: "serve", body: "b 1", updatedAt: Self.t0)])
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func conversationCountsAddUpAcrossWritersAndRelationChangesAreFed(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        let flood = CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)
+        let recipients = CounterSlot(key: "spam.duplicates:ann:abc", windowStart: 1_800_000_000)
+        let request = MessageTally.Request(sender: "ann", recipient: "bob", itemId: "m1")
+        let first = try await store.recordMessageTally(MessageTally(requests: [request], amounts: [flood: 3], members: [recipients: ["bob", "cy"]]),
+                                                       now: Self.t0)
+        #expect(first == [flood: 3, recipients: 2])
+        // A second writer (another daemon) adds to the same windows; a request written twice counts once.
+        let second = try await store.recordMessageTally(MessageTally(requests: [request], amounts: [flood: 2], members: [recipients: ["cy", "dee"]]),
+                                                        now: Self.t0)
+        #expect(second == [flood: 5, recipients: 3])
+        #expect(try await store.recordMessageTally(MessageTally(), now: Self.t0).isEmpty)
+        let other = CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_060)
+        let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: true, counted: [flood, other], distinct: [recipients])
+        #expect(state.facts?.requestsSent == 1)
+        #expect(state.totals == [flood: 5], "a window nobody counted in is absent")
+        #expect(state.members == [recipients: ["bob", "cy", "dee"]])
+        #expect(try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [], distinct: []).facts == nil)
+
+        // The relation history as a feed: nil reads where it stands; then the users named by later changes.
+        let start = try await store.relationChanges(after: nil)
+        #expect(start.users.isEmpty && start.complete)
+        #expect(try await store.applyRelationChange(RelationChange(kind: .block, actor: "bob", subject: "ann", at: Self.t0), profile: nil))
+        #expect(try await store.applyRelationChange(RelationChange(kind: .follow, actor: "cy", subject: "dee", at: Self.t0), profile: nil))
+        let changed = try await store.relationChanges(after: start.last)
+        #expect(changed.users == ["bob", "ann", "cy", "dee"] && changed.complete && changed.last > start.last)
+        #expect(try await store.relationChanges(after: changed.last) == RelationChangeFeed(users: [], last: changed.last, complete: true))
+        #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
+    }
 }
 
 /// Every `StatusStore` implementation the contract runs against.

@@ -153,11 +153,16 @@ public protocol StatusStore: Sendable {
     func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange]
     /// Users blocked by at least `count` others since `date`, with how many, most first.
     func usersBlocked(atLeast count: Int, since date: Date) async throws(StoreError) -> [(userId: String, blocks: Int)]
-    /// One message through the rules in one transaction (so several daemons agree and the path stays fast): reads
-    /// the relations, decides seed 003's permission, counts a message request when it is one, and — when the message
-    /// may be delivered — adds to every counter, returning their values.
-    func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
-                      now: Date) async throws(StoreError) -> MessageCounts
+    /// Writes what the conversation rules counted (message requests, counter amounts, distinct members) in one
+    /// transaction and returns each touched slot's total after it, as every writer sees it (several daemons agree).
+    func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int]
+    /// In one read: the relations of a sender and a recipient (when `facts`), the totals of `counted` windows and the
+    /// members of `distinct` windows.
+    func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
+                           distinct: [CounterSlot]) async throws(StoreError) -> ConversationState
+    /// Users whose relations changed after `seq` (nil: none, only where the history stands now), so a reader that
+    /// keeps relations in memory knows what to read again.
+    func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed
 
     /// Every `review` event (people's decisions), newest first.
     func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]

@@ -26,14 +26,16 @@ struct RulesStage: Stage {
     }
 }
 
-/// The conversation rules over the store's relations and windowed counters (so several daemons agree).
+/// The conversation rules over the store's relations and windowed counters (so several daemons agree), held in
+/// memory between batches by one `ConversationLedger` per daemon.
 public struct ConversationRules: Sendable {
-    let store: any StatusStore
+    public let ledger: ConversationLedger
     let conversation: ConversationConfig
     let spam: SpamConfig
 
-    public init(store: any StatusStore, conversation: ConversationConfig, spam: SpamConfig) {
-        self.store = store
+    public init(store: any StatusStore, conversation: ConversationConfig, spam: SpamConfig,
+                timing: ConversationLedger.Timing = ConversationLedger.Timing()) {
+        ledger = ConversationLedger(store: store, timing: timing)
         self.conversation = conversation
         self.spam = spam
     }
@@ -50,7 +52,7 @@ public struct ConversationRules: Sendable {
         let links = spam.enabled ? MessageSignals.links(in: text) : []
         let mentions = spam.enabled ? MessageSignals.mentions(in: text) : 0
 
-        // Every counter this message adds to, counted with the relations in one store transaction.
+        // Every counter this message adds to, counted with the relations by the ledger.
         var counters: [CounterIncrement] = []
         var flood: Int?, duplicates: Int?, newMessages: Int?, newLinks: Int?
         var operatorRules: [(SpamConfig.CounterRule, Int?)] = []
@@ -86,7 +88,7 @@ public struct ConversationRules: Sendable {
                 }
             }
         }
-        let counts = try await store.countMessage(sender: sender, recipient: recipient, itemId: message.id,
+        let counts = try await ledger.countMessage(sender: sender, recipient: recipient, itemId: message.id,
                                                   requestLimit: conversation.requestLimit, counters: counters, now: now)
         guard counts.permission.allowed else {
             let reason = counts.permission.reason

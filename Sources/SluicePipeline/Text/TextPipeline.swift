@@ -13,11 +13,14 @@ public struct TextPipeline: Sendable {
     public let filter: ProfanityFilter
     public let priority: any PriorityEngine
     let observer: any StageObserver
+    /// The conversation rules of `intake`, when it has them.
+    public let rules: ConversationRules?
 
     public init(filter: ProfanityFilter, priority: any PriorityEngine, observer: any StageObserver = StageMetrics(), rules: ConversationRules? = nil) {
         self.filter = filter
         self.priority = priority
         self.observer = observer
+        self.rules = rules
         judging = Pipeline(FilterStage(filter: filter), observer: observer).then(PrioritiseStage(engine: priority)).verdict(by: "text")
         let parse = Pipeline(ParseStage(), observer: observer)
         if let rules {
@@ -25,6 +28,11 @@ public struct TextPipeline: Sendable {
         } else {
             intake = parse.then(FilterStage(filter: filter)).then(PrioritiseStage(engine: priority)).verdict(by: "text")
         }
+    }
+
+    /// Writes what the conversation rules counted since they last did (call before recording a batch of verdicts).
+    public func settle() async throws(StoreError) {
+        try await rules?.ledger.flush()
     }
 
     /// The same pipeline with the conversation rules stage before the filter (it needs the store).

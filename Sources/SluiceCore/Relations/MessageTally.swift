@@ -1,0 +1,93 @@
+import Foundation
+
+/// One window of one spam counter: the key names the counter and the sender (`spam.flood:{userId}`), the window
+/// starts at a multiple of its length in seconds since 1970.
+public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
+    public var key: String
+    public var windowStart: Int
+
+    public init(key: String, windowStart: Int) {
+        self.key = key
+        self.windowStart = windowStart
+    }
+
+    public init(_ counter: CounterIncrement, at now: Date) {
+        key = counter.key
+        windowStart = Int(now.timeIntervalSince1970.rounded(.down)) / counter.windowSeconds * counter.windowSeconds
+    }
+
+    public var description: String { "\(key)@\(windowStart)" }
+}
+
+/// What the conversation rules counted since they last wrote to the store: message requests (keyed by item id,
+/// so writing one twice counts it once), amounts added to counters, and distinct members added to sets. Written
+/// in one transaction by `StatusStore.recordMessageTally`.
+public struct MessageTally: Sendable, Equatable {
+    public struct Request: Sendable, Hashable {
+        public var sender: String
+        public var recipient: String
+        public var itemId: String
+
+        public init(sender: String, recipient: String, itemId: String) {
+            self.sender = sender
+            self.recipient = recipient
+            self.itemId = itemId
+        }
+    }
+
+    public var requests: [Request] = []
+    /// Amounts to add to counted slots.
+    public var amounts: [CounterSlot: Int] = [:]
+    /// Members to add to distinct slots (a member already there counts once).
+    public var members: [CounterSlot: Set<String>] = [:]
+
+    public init(requests: [Request] = [], amounts: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:]) {
+        self.requests = requests
+        self.amounts = amounts
+        self.members = members
+    }
+
+    public var isEmpty: Bool { requests.isEmpty && amounts.isEmpty && members.isEmpty }
+
+    /// Every slot the tally adds to.
+    public var slots: Set<CounterSlot> { Set(amounts.keys).union(members.keys) }
+
+    /// Adds `other` after this tally's own additions (a failed write is merged back in front of newer counts).
+    public mutating func merge(_ other: MessageTally) {
+        requests += other.requests
+        amounts.merge(other.amounts, uniquingKeysWith: +)
+        members.merge(other.members) { $0.union($1) }
+    }
+}
+
+/// Users whose relations changed after a point in the store's relation history (`relationChange.seq`).
+public struct RelationChangeFeed: Sendable, Equatable {
+    /// Actors and subjects of the changes read.
+    public var users: Set<String>
+    /// The newest change's sequence number (the point to read after next time).
+    public var last: Int64
+    /// False when there were more changes than one read returns: a reader should forget everything it holds.
+    public var complete: Bool
+
+    public init(users: Set<String>, last: Int64, complete: Bool) {
+        self.users = users
+        self.last = last
+        self.complete = complete
+    }
+}
+
+/// What the store holds for a message the conversation rules have not seen the like of yet: the pair's relations
+/// (when asked for) and the counters' windows as every daemon counted them so far.
+public struct ConversationState: Sendable, Equatable {
+    public var facts: RelationFacts?
+    /// Totals of counted windows (absent: nothing counted yet).
+    public var totals: [CounterSlot: Int]
+    /// Members of distinct windows.
+    public var members: [CounterSlot: Set<String>]
+
+    public init(facts: RelationFacts?, totals: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:]) {
+        self.facts = facts
+        self.totals = totals
+        self.members = members
+    }
+}

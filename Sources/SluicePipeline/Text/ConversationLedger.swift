@@ -1,0 +1,196 @@
+import Foundation
+import SluiceCore
+
+/// The conversation rules' working memory in one daemon: relations between the pairs of users it has seen, and
+/// the spam counters' windows, so that judging a message costs no store round trip. What it counts is written to
+/// the store in batches (`flush`, at least every `flushInterval` or `flushSize` messages, and by the text queue
+/// before each verdict batch), and the totals the store returns — every daemon's counts — replace its own.
+///
+/// How far it can be behind the store, by design:
+/// - A relation change (block, follow, privacy, profile) reaches it at the next message after `syncInterval`
+///   (0.1 s): changes are read from the store's relation history, and only the pairs of the users named are read
+///   again. Relations it holds are read again after `factsLifetime` (30 s) in any case, which covers an erasure
+///   (erasing a user also erases their history).
+/// - Counters: another daemon's messages in the same window are seen at this daemon's next flush, so a sender
+///   spread over several daemons can go over a threshold by what the other daemons counted within one flush
+///   interval before a signal fires. A message request sent through another daemon is seen when this daemon
+///   next reads that pair (a sender can get one request through per daemon, at most, in that time).
+public actor ConversationLedger {
+    public struct Timing: Sendable {
+        public var syncInterval: Duration = .milliseconds(100)
+        public var flushInterval: Duration = .milliseconds(250)
+        public var flushSize = 512
+        public var factsLifetime: Duration = .seconds(30)
+        public var maxPairs = 200_000
+        public var maxSlots = 200_000
+
+        public init() {}
+    }
+
+    struct Pair: Hashable {
+        var sender: String
+        var recipient: String
+    }
+
+    struct CachedFacts {
+        var facts: RelationFacts
+        var readAt: ContinuousClock.Instant
+    }
+
+    struct Slot {
+        /// The total as last known: the store's after the last flush plus what this daemon added since.
+        var total: Int
+        /// For distinct counters: the members known in the window (the store's when first read, and those added here).
+        var members: Set<String>?
+        /// When the window ends (seconds since 1970), so ended windows can be forgotten.
+        var end: Int
+    }
+
+    let store: any StatusStore
+    let timing: Timing
+    let clock = ContinuousClock()
+    private var pairs: [Pair: CachedFacts] = [:]
+    private var slots: [CounterSlot: Slot] = [:]
+    private var pending = MessageTally()
+    private var pendingMessages = 0
+    private var lastChange: Int64?
+    private var lastSync: ContinuousClock.Instant?
+    private var lastFlush: ContinuousClock.Instant
+    private var latest = 0
+
+    public init(store: any StatusStore, timing: Timing = Timing()) {
+        self.store = store
+        self.timing = timing
+        lastFlush = clock.now
+    }
+
+    /// One message through the rules' memory: the relations (read from the store only when not held or changed),
+    /// seed 003's permission, a message request when it is one, and — when it may be delivered — every counter it
+    /// adds to, with their values after it (nil where a counter did not apply).
+    public func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
+                             now: Date) async throws(StoreError) -> MessageCounts {
+        try await syncIfDue()
+        let pair = Pair(sender: sender, recipient: recipient)
+        let readAt = clock.now
+        let cached = pairs[pair].flatMap { readAt - $0.readAt < timing.factsLifetime ? $0.facts : nil }
+        // Windows this daemon has not counted in yet start from the store's totals, read with the relations.
+        var counted: [CounterSlot] = []
+        var distinct: [CounterSlot] = []
+        for counter in counters {
+            let slot = CounterSlot(counter, at: now)
+            guard slots[slot] == nil else { continue }
+            if counter.member == nil { counted.append(slot) } else { distinct.append(slot) }
+        }
+        var facts: RelationFacts
+        if let cached, counted.isEmpty, distinct.isEmpty {
+            facts = cached
+        } else {
+            let state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted, distinct: distinct)
+            for counter in counters {
+                let slot = CounterSlot(counter, at: now)
+                guard slots[slot] == nil else { continue }
+                let members = counter.member == nil ? nil : state.members[slot] ?? []
+                slots[slot] = Slot(total: members?.count ?? state.totals[slot] ?? 0, members: members, end: slot.windowStart + counter.windowSeconds)
+            }
+            if let cached {
+                facts = cached
+            } else {
+                facts = state.facts ?? RelationFacts()
+                if pairs.count >= timing.maxPairs { pairs.removeAll(keepingCapacity: true) }
+                pairs[pair] = CachedFacts(facts: facts, readAt: readAt)
+            }
+        }
+        let permission = MessagingPermission.decide(facts, requestLimit: requestLimit)
+        guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
+        if permission.kind == .request {
+            facts.requestsSent += 1
+            pairs[pair]?.facts = facts
+            pending.requests.append(MessageTally.Request(sender: sender, recipient: recipient, itemId: itemId.rawValue))
+        }
+        let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
+        var values: [Int?] = []
+        values.reserveCapacity(counters.count)
+        for counter in counters {
+            if let maxAge = counter.maxSenderAge {
+                guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
+            }
+            values.append(add(counter, now: now))
+        }
+        pendingMessages += 1
+        if pendingMessages >= timing.flushSize || clock.now - lastFlush >= timing.flushInterval {
+            try await flush(now: now)
+        }
+        return MessageCounts(facts: facts, permission: permission, counters: values)
+    }
+
+    /// Writes what was counted since the last flush in one store transaction and takes the store's totals. On
+    /// failure nothing is lost: the counts stay to be written with the next flush.
+    public func flush(now: Date = Date()) async throws(StoreError) {
+        lastFlush = clock.now
+        pendingMessages = 0
+        guard !pending.isEmpty else { return }
+        let written = pending
+        pending = MessageTally()
+        let totals: [CounterSlot: Int]
+        do {
+            totals = try await store.recordMessageTally(written, now: now)
+        } catch {
+            var again = written
+            again.merge(pending)
+            pending = again
+            throw error
+        }
+        for (slot, total) in totals {
+            // What was added while the write was under way is on top of the store's total.
+            let since = pending.amounts[slot] ?? pending.members[slot]?.count ?? 0
+            slots[slot]?.total = total + since
+        }
+        forgetEndedWindows()
+    }
+
+    /// Adds one counter's part of a message to its window and returns the window's total.
+    private func add(_ counter: CounterIncrement, now: Date) -> Int {
+        let key = CounterSlot(counter, at: now)
+        latest = max(latest, key.windowStart)
+        var slot = slots[key] ?? Slot(total: 0, members: counter.member == nil ? nil : [], end: key.windowStart + counter.windowSeconds)
+        if let member = counter.member {
+            if slot.members?.insert(member).inserted ?? false {
+                slot.total += 1
+                pending.members[key, default: []].insert(member)
+            }
+        } else {
+            slot.total += counter.amount
+            pending.amounts[key, default: 0] += counter.amount
+        }
+        slots[key] = slot
+        return slot.total
+    }
+
+    /// Reads the users whose relations changed since the last look and forgets their pairs (all pairs when the
+    /// history moved on by more than one read returns).
+    private func syncIfDue() async throws(StoreError) {
+        let now = clock.now
+        if let lastSync, now - lastSync < timing.syncInterval { return }
+        let feed = try await store.relationChanges(after: lastChange)
+        lastSync = now
+        if lastChange != nil {
+            if !feed.complete {
+                pairs.removeAll(keepingCapacity: true)
+            } else if !feed.users.isEmpty {
+                pairs = pairs.filter { !feed.users.contains($0.key.sender) && !feed.users.contains($0.key.recipient) }
+            }
+        }
+        lastChange = feed.last
+    }
+
+    /// Windows that ended before the newest one counted (and have nothing left to write) are dropped; when there
+    /// are still too many, every written window goes and is counted from the store's totals again.
+    private func forgetEndedWindows() {
+        guard slots.count > timing.maxSlots else { return }
+        let waiting = pending.slots
+        slots = slots.filter { $0.value.end > latest || waiting.contains($0.key) }
+        if slots.count > timing.maxSlots {
+            slots = slots.filter { waiting.contains($0.key) }
+        }
+    }
+}

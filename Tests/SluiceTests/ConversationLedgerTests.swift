@@ -1,0 +1,97 @@
+import Foundation
+import SluiceCore
+import SluicePipeline
+import SluiceStore
+import SluiceTesting
+import Testing
+
+/// The rules' memory (`ConversationLedger`) against the store's truth: daemons that share a store agree on counters,
+/// a daemon that starts again goes on counting where the store stands, and relation changes reach a running daemon.
+@Suite struct ConversationLedgerTests {
+    static let minute = Date(timeIntervalSince1970: 1_800_000_000)  // a minute's start: 24 seconds stay in one flood window
+
+    /// Two processes' stores over one SQLite file (each daemon opens its own).
+    static func sharedStores() throws -> (any StatusStore, any StatusStore) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
+        return (try SQLiteStore(path: path), try SQLiteStore(path: path))
+    }
+
+    static func rules(_ store: any StatusStore, timing: ConversationLedger.Timing = ConversationLedger.Timing()) -> ConversationRules {
+        ConversationRules(store: store, conversation: ConversationConfig(), spam: SpamConfig(), timing: timing)
+    }
+
+    static func message(_ id: String, from sender: String = "ann", to recipient: String = "bob", _ text: String = "hello", at second: Int = 0) -> ParsedMessage {
+        ParsedMessage(id: ItemID(id), userId: sender, content: TextContent(text: "\(text) \(id)", recipientId: recipient),
+                      sentAt: minute.addingTimeInterval(Double(second)))
+    }
+
+    static func everyoneMayMessage(_ store: any StatusStore, _ users: [String]) async throws {
+        let relations = Relations(store: store, conversation: ConversationConfig())
+        for user in users {
+            _ = try await relations.setProfile(RelationUser(userId: user, messagePrivacy: .anyone, createdAt: minute.addingTimeInterval(-400 * 86_400)))
+        }
+    }
+
+    @Test func daemonsSharingAStoreAgreeOnAFlood() async throws {
+        let (first, second) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(first, ["ann", "bob"])
+        let one = Self.rules(first), two = Self.rules(second)
+        // Twelve messages through one daemon, written with its verdict batch…
+        for index in 0..<12 {
+            let verdict = try await one.judge(Self.message("a\(index)", at: index), now: Self.minute.addingTimeInterval(Double(index)))
+            #expect(verdict.outcome == .none)
+        }
+        try await one.ledger.flush()
+        // …then the same sender through the other daemon in the same minute: the 21st message is a flood.
+        var outcomes: [ConversationVerdict.Outcome] = []
+        for index in 12..<24 {
+            outcomes.append(try await two.judge(Self.message("b\(index)", at: index), now: Self.minute.addingTimeInterval(Double(index))).outcome)
+        }
+        #expect(outcomes.prefix(8).allSatisfy { $0 == .none }, "\(outcomes)")
+        #expect(outcomes.suffix(4).allSatisfy { $0 == .review }, "\(outcomes)")
+        try await two.ledger.flush()
+        let state = try await first.conversationState(sender: "ann", recipient: "bob", facts: false,
+                                                      counted: [CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)], distinct: [])
+        #expect(state.totals.values.first == 24, "every message counted once in the store")
+    }
+
+    @Test func aRestartedDaemonGoesOnCountingDistinctRecipients() async throws {
+        let (store, _) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(store, ["ann"] + (0..<8).map { "r\($0)" })
+        let before = Self.rules(store)
+        for index in 0..<4 {
+            _ = try await before.judge(Self.message("d\(index)", to: "r\(index)", "win a free phone", at: index), now: Self.minute)
+        }
+        try await before.ledger.flush()
+        let after = Self.rules(store)
+        // The same recipient again is not a new one; the sixth distinct recipient is over the limit of five.
+        #expect(try await after.judge(Self.message("d4", to: "r3", "win a free phone", at: 4), now: Self.minute).outcome == .none)
+        #expect(try await after.judge(Self.message("d5", to: "r4", "win a free phone", at: 5), now: Self.minute).outcome == .none)
+        let sixth = try await after.judge(Self.message("d6", to: "r5", "win a free phone", at: 6), now: Self.minute)
+        #expect(sixth.outcome == .review && sixth.reason?.hasPrefix("spam.duplicates: the same text to 6 recipients") == true, "\(sixth)")
+    }
+
+    @Test func aBlockReachesARunningDaemonAndRequestsAreWrittenOnce() async throws {
+        let (daemonStore, apiStore) = try Self.sharedStores()
+        var timing = ConversationLedger.Timing()
+        timing.syncInterval = .zero
+        let rules = Self.rules(daemonStore, timing: timing)
+        // Followers-only privacy (the default) and no follow: one message request, then blocked until a follow back.
+        let request = try await rules.judge(Self.message("q1"), now: Self.minute)
+        #expect(request.outcome == .none)
+        let again = try await rules.judge(Self.message("q2"), now: Self.minute)
+        #expect(again.outcome == .block && again.reason?.hasPrefix("message request limit") == true, "\(again)")
+        try await rules.ledger.flush()
+        try await rules.ledger.flush()
+        #expect(try await apiStore.relationFacts(sender: "ann", recipient: "bob").requestsSent == 1)
+
+        // The API (another process) records a follow back, then a block: the running daemon sees each.
+        let relations = Relations(store: apiStore, conversation: ConversationConfig())
+        _ = try await relations.follow("bob", "ann", on: true)
+        #expect(try await rules.judge(Self.message("q3"), now: Self.minute).outcome == .none)
+        _ = try await relations.block("bob", "ann", on: true)
+        let blocked = try await rules.judge(Self.message("q4"), now: Self.minute)
+        #expect(blocked.outcome == .block && blocked.reason == MessagingPermission.recipientBlockedSender)
+        #expect(blocked.autoReply == ConversationConfig().autoReply)
+    }
+}
