@@ -94,4 +94,22 @@ import Testing
         #expect(blocked.outcome == .block && blocked.reason == MessagingPermission.recipientBlockedSender)
         #expect(blocked.autoReply == ConversationConfig().autoReply)
     }
+
+    @Test func aNewWindowReadForEveryBusySenderAtOnceStillCountsWhatOthersCounted() async throws {
+        let (first, second) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(first, ["xan", "yve", "bob"])
+        let one = Self.rules(first), two = Self.rules(second)
+        // Minute 0: the second daemon hears from both senders, so both are busy there.
+        _ = try await two.judge(Self.message("x0", from: "xan", at: 0), now: Self.minute)
+        _ = try await two.judge(Self.message("y0", from: "yve", at: 1), now: Self.minute.addingTimeInterval(1))
+        // Minute 1: fifteen messages of xan's go through the first daemon and are written.
+        let next = Self.minute.addingTimeInterval(60)
+        for index in 0..<15 { _ = try await one.judge(Self.message("x1-\(index)", from: "xan", at: 60 + index), now: next) }
+        try await one.ledger.flush()
+        // yve's first message of minute 1 reads xan's minute 1 along; xan's 21st message of that minute is a flood.
+        _ = try await two.judge(Self.message("y1", from: "yve", at: 61), now: next)
+        var outcomes: [ConversationVerdict.Outcome] = []
+        for index in 15..<21 { outcomes.append(try await two.judge(Self.message("x1-\(index)", from: "xan", at: 60 + index), now: next).outcome) }
+        #expect(outcomes == [.none, .none, .none, .none, .none, .review], "\(outcomes)")
+    }
 }

@@ -23,6 +23,8 @@ public actor ConversationLedger {
         public var factsLifetime: Duration = .seconds(30)
         public var maxPairs = 200_000
         public var maxSlots = 200_000
+        /// At most this many windows read at once.
+        public var maxPrefetch = 2_000
 
         public init() {}
     }
@@ -35,6 +37,17 @@ public actor ConversationLedger {
     struct CachedFacts {
         var facts: RelationFacts
         var readAt: ContinuousClock.Instant
+    }
+
+    /// Counters of one kind share window boundaries.
+    struct WindowKind: Hashable {
+        var seconds: Int
+        var distinct: Bool
+    }
+
+    struct RecentWindow {
+        var start: Int
+        var keys: Set<String> = []
     }
 
     struct Slot {
@@ -51,6 +64,8 @@ public actor ConversationLedger {
     let clock = ContinuousClock()
     private var pairs: [Pair: CachedFacts] = [:]
     private var slots: [CounterSlot: Slot] = [:]
+    /// The newest window of each kind and the keys counted in it, to read the next window of the busy ones at once.
+    private var windows: [WindowKind: RecentWindow] = [:]
     private var pending = MessageTally()
     private var pendingMessages = 0
     private var lastChange: Int64?
@@ -73,24 +88,58 @@ public actor ConversationLedger {
         let pair = Pair(sender: sender, recipient: recipient)
         let readAt = clock.now
         let cached = pairs[pair].flatMap { readAt - $0.readAt < timing.factsLifetime ? $0.facts : nil }
-        // Windows this daemon has not counted in yet start from the store's totals, read with the relations.
+        // Windows this daemon has not counted in yet start from the store's totals, read with the relations. When a
+        // new window begins, the same window of every counter of that kind that was counted in the window before is
+        // read along (a new minute is read once for every busy sender, not once per sender).
         var counted: [CounterSlot] = []
         var distinct: [CounterSlot] = []
         for counter in counters {
             let slot = CounterSlot(counter, at: now)
+            let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
+            var recent = windows[kind] ?? RecentWindow(start: slot.windowStart)
+            if slot.windowStart > recent.start {
+                // The first message of a new window: read the busy counters' new windows along with this one.
+                for key in recent.keys.prefix(timing.maxPrefetch) where key != slot.key {
+                    let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
+                    guard slots[sibling] == nil else { continue }
+                    if kind.distinct { distinct.append(sibling) } else { counted.append(sibling) }
+                    slots[sibling] = Slot(total: 0, members: kind.distinct ? [] : nil, end: sibling.windowStart + kind.seconds)
+                }
+                recent = RecentWindow(start: slot.windowStart)
+            }
+            if slot.windowStart == recent.start { recent.keys.insert(slot.key) }
+            windows[kind] = recent
             guard slots[slot] == nil else { continue }
-            if counter.member == nil { counted.append(slot) } else { distinct.append(slot) }
+            if kind.distinct { distinct.append(slot) } else { counted.append(slot) }
         }
         var facts: RelationFacts
         if let cached, counted.isEmpty, distinct.isEmpty {
             facts = cached
         } else {
-            let state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted, distinct: distinct)
-            for counter in counters {
-                let slot = CounterSlot(counter, at: now)
-                guard slots[slot] == nil else { continue }
-                let members = counter.member == nil ? nil : state.members[slot] ?? []
-                slots[slot] = Slot(total: members?.count ?? state.totals[slot] ?? 0, members: members, end: slot.windowStart + counter.windowSeconds)
+            let state: ConversationState
+            do {
+                state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted, distinct: distinct)
+            } catch {
+                for slot in counted + distinct where slots[slot]?.total == 0 && slots[slot]?.members?.isEmpty ?? true { slots[slot] = nil }
+                throw error
+            }
+            let lengths = Dictionary(counters.map { (CounterSlot($0, at: now), $0.windowSeconds) }, uniquingKeysWith: { first, _ in first })
+            for slot in counted {
+                let base = state.totals[slot] ?? 0
+                if var known = slots[slot] {
+                    known.total += base
+                    slots[slot] = known
+                } else {
+                    slots[slot] = Slot(total: base, members: nil, end: slot.windowStart + (lengths[slot] ?? 0))
+                }
+            }
+            for slot in distinct {
+                let stored = state.members[slot] ?? []
+                var known = slots[slot] ?? Slot(total: 0, members: [], end: slot.windowStart + (lengths[slot] ?? 0))
+                let added = known.members ?? []
+                known.members = added.union(stored)
+                known.total = known.members?.count ?? 0
+                slots[slot] = known
             }
             if let cached {
                 facts = cached
