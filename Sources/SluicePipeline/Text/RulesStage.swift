@@ -146,7 +146,9 @@ public enum MessageSignals {
     /// Lower-cased host names of the links in the text (`http(s)://…`, `www.…`, or a bare `name.tld/…`).
     public static func links(in text: String) -> [String] {
         var hosts: [String] = []
-        for token in text.split(whereSeparator: { $0.isWhitespace || "<>()[]{}\"'".contains($0) }) {
+        // A link has a dot in it: most messages have none, and most words of those that do are not links.
+        guard text.utf8.contains(UInt8(ascii: ".")) else { return hosts }
+        for token in text.split(whereSeparator: { $0.isWhitespace || "<>()[]{}\"'".contains($0) }) where token.utf8.contains(UInt8(ascii: ".")) {
             var candidate = Substring(token.lowercased())
             if let scheme = candidate.range(of: "://") {
                 guard candidate[..<scheme.lowerBound].allSatisfy({ $0.isLetter }) else { continue }
@@ -165,7 +167,8 @@ public enum MessageSignals {
 
     /// `@name` mentions.
     public static func mentions(in text: String) -> Int {
-        text.split(whereSeparator: { $0.isWhitespace }).filter { $0.count > 1 && $0.hasPrefix("@") }.count
+        guard text.utf8.contains(UInt8(ascii: "@")) else { return 0 }
+        return text.split(whereSeparator: { $0.isWhitespace }).filter { $0.count > 1 && $0.hasPrefix("@") }.count
     }
 
     /// The longest run of one repeated character (an emoji counts as one).
