@@ -31,6 +31,10 @@ enum SluiceBench {
             try await ReprocessBench.run()
             return
         }
+        if CommandLine.arguments.contains("--provider-latency") {
+            try await ProviderBench.run()
+            return
+        }
         if CommandLine.arguments.contains("--rules") {
             try await RulesBench.run()
             return

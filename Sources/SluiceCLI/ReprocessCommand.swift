@@ -37,7 +37,7 @@ struct ReprocessCommand: AsyncParsableCommand {
     @Flag(help: "Print what would change; write nothing.")
     var dryRun = false
 
-    @Option(help: "Images re-judged at once (default: concurrency.items).")
+    @Option(help: "Images re-judged at once (default: concurrency.items, or vision.maxInFlight + 2 per CPU thread).")
     var concurrency: Int?
 
     @Flag(help: "Also re-judge items a person decided; a machine verdict that disagrees sends them to review.")
@@ -74,7 +74,7 @@ struct ReprocessCommand: AsyncParsableCommand {
         }
         let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
         let summary = try await reprocessor.run(
-            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.concurrency.items,
+            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.itemsInFlight,
                                 includeHumanDecisions: includeHumanDecisions)
         ) { done, total in renderer.update(done: done, total: total) }
         renderer.finish()

@@ -48,7 +48,7 @@ public struct DropFolderService: Service {
 
     /// Processes a fixed list with at most `concurrency.items` in flight; returns how many were handled.
     func process(_ uploads: [PendingUpload]) async -> Int {
-        let limit = config.concurrency.items
+        let limit = config.itemsInFlight
         let processor = processor
         return await withTaskGroup(of: Void.self, returning: Int.self) { group in
             var inFlight = 0
@@ -66,7 +66,7 @@ public struct DropFolderService: Service {
     }
 
     private func runWatching(scanner: PendingScanner, signals: AsyncStream<Void>) async throws {
-        let limit = config.concurrency.items
+        let limit = config.itemsInFlight
         let processor = processor
         let active = ActivePaths()
         await withTaskGroup(of: Void.self) { group in

@@ -15,7 +15,7 @@ public struct GoogleVisionProvider: VisionProvider {
 
     /// Reads the credentials from the environment variables the config names.
     public init(config: VisionConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
-                client: HTTPClient = .shared, logger: Logger = Logger(label: "sluice.vision")) {
+                client: HTTPClient = .providers, logger: Logger = Logger(label: "sluice.vision")) {
         url = ProviderHTTP.join(config.endpoint, "/images:annotate")
         apiKey = config.apiKeyEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }
         bearerToken = config.bearerTokenEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }

@@ -26,7 +26,7 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
     let fallback: any PriorityEngine
 
     public init(config: PriorityConfig, environment: [String: String], fallback: any PriorityEngine,
-                client: HTTPClient = .shared, logger: Logger) {
+                client: HTTPClient = .providers, logger: Logger) {
         url = ProviderHTTP.join(config.baseURL, "/chat/completions")
         model = config.model
         apiKey = environment[config.apiKeyEnv].flatMap { $0.isEmpty ? nil : $0 }

@@ -22,7 +22,7 @@ public struct OpenAIModerationProvider: VisionProvider {
     public var endpoint: String { url }
     public func probe() async -> String? { await http.probe(url) }
 
-    public init(config: VisionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+    public init(config: VisionConfig, environment: [String: String], client: HTTPClient = .providers, logger: Logger) {
         url = ProviderHTTP.join(config.endpoint, "/moderations")
         model = config.model
         apiKey = config.apiKeyEnv.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }

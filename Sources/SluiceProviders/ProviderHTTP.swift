@@ -14,7 +14,7 @@ public struct ProviderHTTP: Sendable {
     let maxResponseBytes: Int
     let secrets: [String]
 
-    public init(name: String, client: HTTPClient = .shared, timeoutSeconds: Double, maxResponseBytes: Int, secrets: [String?]) {
+    public init(name: String, client: HTTPClient = .providers, timeoutSeconds: Double, maxResponseBytes: Int, secrets: [String?]) {
         self.name = name
         self.client = client
         timeout = .milliseconds(Int64(timeoutSeconds * 1000))
@@ -99,7 +99,7 @@ public struct ProviderHTTP: Sendable {
 
     /// Whether anything answers HTTP at `url` (any status counts): nil when it does, otherwise why not.
     /// Start-up warnings and `/healthz` both ask this.
-    public static func unreachable(_ url: String, timeout: TimeAmount, client: HTTPClient = .shared) async -> String? {
+    public static func unreachable(_ url: String, timeout: TimeAmount, client: HTTPClient = .providers) async -> String? {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         do {

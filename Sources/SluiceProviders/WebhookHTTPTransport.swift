@@ -8,7 +8,7 @@ import SluiceCore
 public struct WebhookHTTPTransport: WebhookTransport {
     let client: HTTPClient
 
-    public init(client: HTTPClient = .shared) { self.client = client }
+    public init(client: HTTPClient = .providers) { self.client = client }
 
     public func post(_ url: String, headers: [(String, String)], body: Data, timeoutSeconds: Double) async -> WebhookTransportFailure? {
         var request = HTTPClientRequest(url: url)

@@ -58,7 +58,7 @@ extension PipelineConfig {
         try require((16...2048).contains(output.thumbnailSize), "output.thumbnailSize", "must be 16...2048")
         try require((1...100).contains(output.thumbnailQuality), "output.thumbnailQuality", "must be 1...100")
         try require((0...256).contains(concurrency.cpu), "concurrency.cpu", "must be 0 (number of cores) ...256")
-        try require((1...4096).contains(concurrency.items), "concurrency.items", "must be 1...4096")
+        try require((0...4096).contains(concurrency.items), "concurrency.items", "must be 0...4096 (0 = vision.maxInFlight + 2 per CPU thread)")
         try require(daemon.rescanSeconds >= 1, "daemon.rescanSeconds", "must be ≥ 1")
         let captionURL = URL(string: caption.effectiveBaseURL)
         try require(captionURL?.scheme == "http" || captionURL?.scheme == "https", "caption.baseURL",
@@ -396,7 +396,7 @@ extension ConcurrencyConfig: Decodable {
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(cpu: try c.value(.cpu, default: 0), items: try c.value(.items, default: 16))
+        self.init(cpu: try c.value(.cpu, default: 0), items: try c.value(.items, default: 0))
     }
 }
 

@@ -13,7 +13,7 @@ public struct AnthropicCaptionProvider: CaptionProvider {
     public func probe() async -> String? { await setup.http.probe(setup.url) }
     public var caller: ResilientCaller { setup.caller }
 
-    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .providers, logger: Logger) {
         setup = CaptionEndpoint(provider: "anthropic", path: "/v1/messages", config: config,
                                    environment: environment, client: client, logger: logger)
     }

@@ -15,7 +15,7 @@ extension CaptionConfig {
 
 /// Picks the caption adapter from config; nil with the reason when captioning is off.
 public enum CaptionProviders {
-    public static func make(_ config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared,
+    public static func make(_ config: CaptionConfig, environment: [String: String], client: HTTPClient = .providers,
                             logger: Logger) -> Result<any CaptionProvider, CaptionUnavailable> {
         if config.provider == .none { return .failure(CaptionUnavailable(reason: "caption.provider is \"none\"")) }
         let keyEnv = config.effectiveAPIKeyEnv

@@ -12,7 +12,7 @@ public struct GeminiCaptionProvider: CaptionProvider {
     public func probe() async -> String? { await setup.http.probe(setup.url) }
     public var caller: ResilientCaller { setup.caller }
 
-    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .providers, logger: Logger) {
         let model = config.effectiveModel
         let escapedModel = model.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? model
         setup = CaptionEndpoint(provider: "gemini", path: "/v1beta/models/\(escapedModel):generateContent", config: config,

@@ -14,7 +14,7 @@ public struct OpenAICompatibleCaptionProvider: CaptionProvider {
     public func probe() async -> String? { await setup.http.probe(setup.url) }
     public var caller: ResilientCaller { setup.caller }
 
-    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .shared, logger: Logger) {
+    public init(config: CaptionConfig, environment: [String: String], client: HTTPClient = .providers, logger: Logger) {
         setup = CaptionEndpoint(provider: "openai-compatible", path: "/chat/completions", config: config,
                                    environment: environment, client: client, logger: logger)
     }
