@@ -80,6 +80,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json"], resources: [.copy("Console/Resources")]),
         // The composition root: the only target that names concrete adapters, store and processor.
         .target(name: "SluiceServices", dependencies: [

@@ -46,6 +46,29 @@ extension SQLiteStore {
         }
     }
 
+    public func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int] {
+        guard !amounts.isEmpty else { return [:] }
+        return try await write("count \(amounts.count) rate limit windows") { db in
+            let add = try db.cachedStatement(sql: """
+                INSERT INTO rateLimit (key, windowStart, count) VALUES (?, ?, ?)
+                ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
+                RETURNING count
+                """)
+            let read = try db.cachedStatement(sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?")
+            let ended = try db.cachedStatement(sql: "DELETE FROM rateLimit WHERE key = ? AND windowStart < ?")
+            var totals: [CounterSlot: Int] = [:]
+            for (slot, amount) in amounts {
+                guard amount > 0 else {
+                    totals[slot] = try Int.fetchOne(read, arguments: [slot.key, slot.windowStart]) ?? 0
+                    continue
+                }
+                totals[slot] = try Int.fetchOne(add, arguments: [slot.key, slot.windowStart, amount]) ?? amount
+                try ended.execute(arguments: [slot.key, slot.windowStart])
+            }
+            return totals
+        }
+    }
+
     public func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         try await read("read rate limit \(key)") { db in
             let window = Int(now.timeIntervalSince1970) / windowSeconds * windowSeconds

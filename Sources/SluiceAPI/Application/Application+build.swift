@@ -9,17 +9,20 @@ import SluiceCore
 public func buildApplication(services: APIServices, environment: [String: String], port: Int? = nil,
                              now: @escaping @Sendable () -> Date = Date.init,
                              logger: Logger = Logger(label: "sluice.api")) -> some ApplicationProtocol {
-    let router = buildRouter(services: services, environment: environment, now: now)
+    // Rate-limit windows live in this process's memory and are exchanged with the store in the background.
+    let ledger = RateLimitLedger(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds))
+    let router = buildRouter(services: services, environment: environment, now: now, rateLimits: ledger)
     return Application(router: router,
                        server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
                        configuration: .init(address: .hostname(services.config.api.host, port: port ?? services.config.api.port),
                                             serverName: "sluice"),
+                       services: [ledger],
                        logger: logger)
 }
 
 /// The routes, grouped by concern: items, files, uploads, callables, captions, health and metrics.
-func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date) -> [RouteCollection<APIContext>] {
-    let limits = RateLimits(store: services.store, config: services.config.limits.rate, now: now)
+func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date, rateLimits: RateLimitLedger) -> [RouteCollection<APIContext>] {
+    let limits = RateLimits(ledger: rateLimits, config: services.config.limits.rate, now: now)
     let metrics = MetricsRoutes(services: services, now: now)
     let health = HealthRoutes(services: services, probe: HealthProbe(targets: services.providers), metrics: metrics, now: now)
     return [
@@ -37,10 +40,16 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
 
 public func buildRouter(services: APIServices, environment: [String: String],
                         now: @escaping @Sendable () -> Date = Date.init) -> Router<APIContext> {
+    buildRouter(services: services, environment: environment, now: now,
+                rateLimits: RateLimitLedger(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds)))
+}
+
+func buildRouter(services: APIServices, environment: [String: String], now: @escaping @Sendable () -> Date,
+                 rateLimits: RateLimitLedger) -> Router<APIContext> {
     let tokens = Set((environment[services.config.api.appTokensEnv] ?? "").split(separator: ",")
         .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
     let secret = environment[services.config.api.jwtSecretEnv].flatMap { $0.isEmpty ? nil : Data($0.utf8) }
-    let collections = routeCollections(services: services, now: now)
+    let collections = routeCollections(services: services, now: now, rateLimits: rateLimits)
     // What is registered, so a known path with the wrong method can answer 405 with `Allow`.
     let registered = Router(context: APIContext.self)
     for collection in collections { registered.addRoutes(collection) }

@@ -38,7 +38,7 @@ struct CaptionRoutes {
         }
         let client = context.clientAddress ?? "unknown"
         let rule = services.config.limits.rate.caption
-        let limit = try await services.store.consumeRateLimit(key: "caption:\(client)", limit: rule.limit, windowSeconds: rule.windowSeconds,
+        let limit = try await limits.ledger.consume(key: "caption:\(client)", limit: rule.limit, windowSeconds: rule.windowSeconds,
                                                              now: now())
         let rateHeaders = Self.rateLimitHeaders(limit)
         do {

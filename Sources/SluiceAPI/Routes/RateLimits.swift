@@ -3,7 +3,8 @@ import HTTPTypes
 import SluiceCore
 
 /// The per-user limits (`limits.rate.*`, defaults as the seed: uploads 20 per hour, text messages 60 per minute,
-/// reports 10 per hour; priority checks 60 per minute). Counters live in the store so several API processes agree.
+/// reports 10 per hour; priority checks 60 per minute). Counted in this process's memory and exchanged with the
+/// store (`RateLimitLedger`), so several API processes agree.
 struct RateLimits: Sendable {
     enum Limit: String, CaseIterable {
         case imageUpload = "image_upload"
@@ -12,7 +13,7 @@ struct RateLimits: Sendable {
         case detectPriority = "detect_priority"
     }
 
-    let store: any StatusStore
+    let ledger: RateLimitLedger
     let config: RateLimitsConfig
     let now: @Sendable () -> Date
 
@@ -30,8 +31,7 @@ struct RateLimits: Sendable {
     func consume(_ limit: Limit, context: APIContext) async throws {
         guard let user = context.principal?.userId else { return }
         let rule = rule(limit)
-        let state = try await store.consumeRateLimit(key: "\(limit.rawValue):\(user)", limit: rule.limit, windowSeconds: rule.windowSeconds,
-                                                     now: now())
+        let state = try await ledger.consume(key: "\(limit.rawValue):\(user)", limit: rule.limit, windowSeconds: rule.windowSeconds, now: now())
         guard state.allowed else {
             throw APIError(.resourceExhausted,
                            "\(limit.rawValue) limit of \(rule.limit) per \(Self.window(rule.windowSeconds)) reached; resets at \(state.resetAt.formatted(.iso8601))",
@@ -44,8 +44,8 @@ struct RateLimits: Sendable {
         var windows: [String: RateLimitState] = [:]
         for limit in Limit.allCases {
             let rule = rule(limit)
-            windows[limit.rawValue] = try await store.rateLimit(key: "\(limit.rawValue):\(user)", limit: rule.limit,
-                                                                windowSeconds: rule.windowSeconds, now: now())
+            windows[limit.rawValue] = try await ledger.current(key: "\(limit.rawValue):\(user)", limit: rule.limit,
+                                                               windowSeconds: rule.windowSeconds, now: now())
         }
         return windows
     }

@@ -73,6 +73,7 @@ extension PipelineConfig {
             try require((1...1_000_000).contains(rule.limit), "limits.rate.\(name).limit", "must be 1...1000000")
             try require((1...86_400).contains(rule.windowSeconds), "limits.rate.\(name).windowSeconds", "must be 1...86400")
         }
+        try require((0...60_000).contains(limits.rate.exchangeMilliseconds), "limits.rate.exchangeMilliseconds", "must be 0...60000")
         if let jwks = api.auth.jwksURL {
             let url = URL(string: jwks)
             try require(url?.scheme == "https" || url?.scheme == "http", "api.auth.jwksURL", "\"\(jwks)\" is not an http(s) URL")
@@ -359,7 +360,7 @@ extension LimitsConfig: Decodable {
 }
 
 extension RateLimitsConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption }
+    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption, exchangeMilliseconds }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -369,6 +370,7 @@ extension RateLimitsConfig: Decodable {
         v.report = try c.value(.report, default: v.report)
         v.detectPriority = try c.value(.detectPriority, default: v.detectPriority)
         v.caption = try c.value(.caption, default: v.caption)
+        v.exchangeMilliseconds = try c.value(.exchangeMilliseconds, default: v.exchangeMilliseconds)
         self = v
     }
 

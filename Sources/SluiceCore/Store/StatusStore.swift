@@ -68,6 +68,10 @@ public protocol StatusStore: Sendable {
     /// Counts one request against `key` in the current fixed window, atomically; over the limit it is not
     /// counted and `allowed` is false. Counters live in the store so several API processes agree.
     func consumeRateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState
+    /// Adds requests counted elsewhere (an API process's memory) to their windows in one transaction, and returns
+    /// each window's total after it (every process's counts); an amount of 0 only reads the total. Windows of
+    /// those keys that ended are dropped.
+    func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int]
     /// The current window of `key`, without counting.
     func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState
 

@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import SluiceAPI
+import SluiceCore
+import SluiceServices
+import SluiceTesting
+import Testing
+
+/// Per-user limits counted in each API process's memory and exchanged with the store: exact in one process, and
+/// with several processes over by no more than what the others admitted since the last exchange (the README's bound).
+@Suite struct RateLimitExchangeTests {
+    /// An API process over `root` whose `validate_text` limit is 10 a minute; the processes share the store file.
+    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int) throws -> some ApplicationProtocol {
+        try SeedClientTests.application(root) { config in
+            config.limits.rate.textMessage = RateLimitRule(limit: 10, windowSeconds: 3600)
+            config.limits.rate.exchangeMilliseconds = exchangeMilliseconds
+        }
+    }
+
+    static func validate(_ client: some TestClientProtocol, as user: String) async throws -> Bool {
+        try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: SeedClientTests.user(user),
+                                 body: ByteBuffer(string: #"{"data": {"text": "hello there"}}"#)) { response in
+            #expect(response.status == .ok || response.status == .tooManyRequests, "\(String(buffer: response.body))")
+            return response.status == .ok
+        }
+    }
+
+    @Test func oneProcessIsExactAndTheWindowSurvivesARestart() async throws {
+        let root = try TemporaryDataRoot()
+        let admitted = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> Int in
+            var admitted = 0
+            for _ in 0..<7 where try await Self.validate(client, as: "ann") { admitted += 1 }
+            return admitted
+        }
+        #expect(admitted == 7)
+        // The process stopped gracefully and wrote its counts: the next one starts from 7 of 10.
+        let after = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
+            var outcomes: [Bool] = []
+            for _ in 0..<5 { outcomes.append(try await Self.validate(client, as: "ann")) }
+            return outcomes
+        }
+        #expect(after == [true, true, true, false, false], "\(after)")
+    }
+
+    @Test func processesThatHaveNotExchangedGoOverByWhatTheOthersAdmitted() async throws {
+        let root = try TemporaryDataRoot()
+        let first = try Self.process(root, exchangeMilliseconds: 60_000)
+        let second = try Self.process(root, exchangeMilliseconds: 60_000)
+        let (a, b) = try await first.test(.router) { one -> (Int, Int) in
+            try await second.test(.router) { two -> (Int, Int) in
+                var a = 0, b = 0
+                for _ in 0..<6 where try await Self.validate(one, as: "bea") { a += 1 }
+                // The second process has not heard of those six: it admits up to the limit on its own.
+                for _ in 0..<15 where try await Self.validate(two, as: "bea") { b += 1 }
+                return (a, b)
+            }
+        }
+        #expect(a == 6 && b == 10)
+        #expect(a + b <= 10 + a, "the bound: the limit plus what the other process admitted since the last exchange")
+    }
+
+    @Test func processesThatExchangeOnEveryRequestAgreeExactly() async throws {
+        let root = try TemporaryDataRoot()
+        let first = try Self.process(root, exchangeMilliseconds: 0)
+        let second = try Self.process(root, exchangeMilliseconds: 0)
+        let outcomes = try await first.test(.router) { one -> [Bool] in
+            try await second.test(.router) { two -> [Bool] in
+                var outcomes: [Bool] = []
+                for index in 0..<16 {
+                    outcomes.append(index % 2 == 0 ? try await Self.validate(one, as: "cy") : try await Self.validate(two, as: "cy"))
+                }
+                return outcomes
+            }
+        }
+        #expect(outcomes.filter { $0 }.count == 10, "\(outcomes)")
+        #expect(outcomes.prefix(10).allSatisfy { $0 } && outcomes.suffix(6).allSatisfy { !$0 }, "\(outcomes)")
+    }
+}
