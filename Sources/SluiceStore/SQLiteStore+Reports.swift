@@ -62,8 +62,21 @@ extension SQLiteStore {
                     totals[slot] = try Int.fetchOne(read, arguments: [slot.key, slot.windowStart]) ?? 0
                     continue
                 }
-                totals[slot] = try Int.fetchOne(add, arguments: [slot.key, slot.windowStart, amount]) ?? amount
-                try ended.execute(arguments: [slot.key, slot.windowStart])
+                let total = try Int.fetchOne(add, arguments: [slot.key, slot.windowStart, amount]) ?? amount
+                totals[slot] = total
+                // The window's first count: the key's ended windows go (once per window, not on every exchange).
+                if total == amount { try ended.execute(arguments: [slot.key, slot.windowStart]) }
+            }
+            return totals
+        }
+    }
+
+    public func rateLimitTotals(_ slots: [CounterSlot]) async throws(StoreError) -> [CounterSlot: Int] {
+        try await read("read \(slots.count) rate limit windows") { db in
+            let read = try db.cachedStatement(sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?")
+            var totals: [CounterSlot: Int] = [:]
+            for slot in slots {
+                totals[slot] = try Int.fetchOne(read, arguments: [slot.key, slot.windowStart]) ?? 0
             }
             return totals
         }

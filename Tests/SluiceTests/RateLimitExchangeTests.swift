@@ -29,19 +29,21 @@ import Testing
 
     @Test func oneProcessIsExactAndTheWindowSurvivesARestart() async throws {
         let root = try TemporaryDataRoot()
-        let admitted = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> Int in
-            var admitted = 0
-            for _ in 0..<7 where try await Self.validate(client, as: "ann") { admitted += 1 }
-            return admitted
-        }
-        #expect(admitted == 7)
-        // The process stopped gracefully and wrote its counts: the next one starts from 7 of 10.
-        let after = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
+        let first = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
             var outcomes: [Bool] = []
-            for _ in 0..<5 { outcomes.append(try await Self.validate(client, as: "ann")) }
+            for _ in 0..<11 { outcomes.append(try await Self.validate(client, as: "ann")) }
             return outcomes
         }
-        #expect(after == [true, true, true, false, false], "\(after)")
+        #expect(first == Array(repeating: true, count: 10) + [false], "\(first)")
+        // The process stopped gracefully and wrote its counts. The next one answers a user's first request while it
+        // reads their count in the background (the documented bound: what it admits in that time), then refuses.
+        let after = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
+            var outcomes = [try await Self.validate(client, as: "ann")]
+            try await Task.sleep(for: .milliseconds(300))
+            for _ in 0..<3 { outcomes.append(try await Self.validate(client, as: "ann")) }
+            return outcomes
+        }
+        #expect(after == [true, false, false, false], "\(after)")
     }
 
     @Test func processesThatHaveNotExchangedGoOverByWhatTheOthersAdmitted() async throws {
@@ -76,5 +78,21 @@ import Testing
         }
         #expect(outcomes.filter { $0 }.count == 10, "\(outcomes)")
         #expect(outcomes.prefix(10).allSatisfy { $0 } && outcomes.suffix(6).allSatisfy { !$0 }, "\(outcomes)")
+    }
+
+    @Test func concurrentRequestsOfManyNewUsersAreEachCountedExactly() async throws {
+        let root = try TemporaryDataRoot()
+        let admitted = try await Self.process(root, exchangeMilliseconds: 5).test(.router) { client -> [String: Int] in
+            try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for index in 0..<480 {
+                    let user = "user\(index % 40)"
+                    group.addTask { (user, try await Self.validate(client, as: user)) }
+                }
+                var admitted: [String: Int] = [:]
+                for try await (user, allowed) in group where allowed { admitted[user, default: 0] += 1 }
+                return admitted
+            }
+        }
+        #expect(admitted.count == 40 && admitted.values.allSatisfy { $0 == 10 }, "\(admitted)")
     }
 }

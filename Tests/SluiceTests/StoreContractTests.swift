@@ -222,6 +222,22 @@ import Testing
         #expect(try await store.relationChanges(after: changed.last) == RelationChangeFeed(users: [], last: changed.last, complete: true))
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func rateLimitCountsFromSeveralProcessesAddUp(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        let now = CounterSlot(key: "text_message:ann", windowStart: 1_800_000_000)
+        let before = CounterSlot(key: "text_message:ann", windowStart: 1_799_999_940)
+        #expect(try await store.rateLimitTotals([now, before]) == [now: 0, before: 0])
+        #expect(try await store.recordRateLimitCounts([before: 4]) == [before: 4])
+        #expect(try await store.recordRateLimitCounts([now: 3]) == [now: 3], "and the ended window of the key goes")
+        #expect(try await store.recordRateLimitCounts([now: 2]) == [now: 5])
+        #expect(try await store.recordRateLimitCounts([now: 0]) == [now: 5], "0 only reads")
+        #expect(try await store.rateLimitTotals([now, before]) == [now: 5, before: 0])
+        let state = try await store.rateLimit(key: "text_message:ann", limit: 5, windowSeconds: 60, now: Date(timeIntervalSince1970: 1_800_000_010))
+        #expect(state.current == 5 && !state.allowed)
+        #expect(try await store.recordRateLimitCounts([:]).isEmpty)
+    }
 }
 
 /// Every `StatusStore` implementation the contract runs against.

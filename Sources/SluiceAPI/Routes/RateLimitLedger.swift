@@ -5,9 +5,9 @@ import Synchronization
 
 /// Rate-limit windows held in this API process's memory, so a limited request costs no store write. A window this
 /// process has not seen is read from the store first (a read: WAL readers run side by side); then the process
-/// counts on its own and, every `interval` (and before judging a request that finds the last exchange older than
-/// that), adds what it counted to the store in one transaction and takes the store's totals — every process's
-/// counts — back.
+/// counts on its own and, every `interval` (in the background while `run()` runs as the server's service; before
+/// judging a request that finds the last exchange older than that otherwise), adds what it counted to the store
+/// in one transaction and takes the store's totals — every process's counts — back.
 ///
 /// How far over a limit a user can get: in one process, not at all (a window starts from the store and every
 /// request is counted before it is answered). With several processes, each admits against what it knew at its
@@ -19,29 +19,53 @@ final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
         var stored: Int
-        /// Counted here since.
+        /// Counted here since, not yet sent.
         var pending: Int
-        /// Asked about since the last exchange (its total is read back then, even with nothing to add).
-        var touched = true
+        /// Sent to the store by the exchange under way (still counted until its total comes back).
+        var sending = 0
+        /// Made without the store's count (a first request while the service runs): the count is being read.
+        var provisional = false
         var end: Int
-        var total: Int { stored + pending }
+        var total: Int { stored + sending + pending }
     }
 
     struct State {
         var windows: [CounterSlot: Window] = [:]
         var lastExchange: ContinuousClock.Instant
         var exchanging = false
+        /// `run()` is exchanging in the background: requests then never wait for an exchange (but with an interval
+        /// of 0).
+        var background = false
+        /// Windows asked about since the last exchange (their totals are read back then, even with nothing to add).
+        var dirty: Set<CounterSlot> = []
+        var lastSweep: ContinuousClock.Instant
+        /// Provisional windows whose store count the background reader is to read.
+        var toRead: Set<CounterSlot> = []
+        /// A read of new windows is under way; requests for other new windows wait here for the next one.
+        var reading = false
+        var waiting: [Waiter] = []
+    }
+
+    /// A request waiting for its window to be read (`resume` nil for the request doing the reading).
+    struct Waiter {
+        var slot: CounterSlot
+        var end: Int
+        var resume: CheckedContinuation<Bool, Never>?
     }
 
     let store: any StatusStore
     let interval: Duration
     private let clock = ContinuousClock()
+    /// Rung when `toRead` gets a window.
+    private let doorbell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
     private let state: Mutex<State>
 
     init(store: any StatusStore, interval: Duration) {
         self.store = store
         self.interval = interval
-        state = Mutex(State(lastExchange: ContinuousClock.now))
+        state = Mutex(State(lastExchange: ContinuousClock.now, lastSweep: ContinuousClock.now))
+        (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
@@ -49,23 +73,74 @@ final class RateLimitLedger: Service, Sendable {
         let slot = Self.slot(key, windowSeconds: windowSeconds, now: now)
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
-        state.withLock { $0.windows[slot]?.touched = true }
-        try await exchangeIfDue()
-        var decided = state.withLock { state in Self.count(slot, limit: limit, in: &state) }
-        if decided == nil {
-            let stored = try await store.rateLimit(key: key, limit: limit, windowSeconds: windowSeconds, now: now)
-            decided = state.withLock { state in
-                if state.windows[slot] == nil {
-                    state.windows[slot] = Window(stored: stored.current, pending: 0, end: slot.windowStart + windowSeconds)
-                }
-                return Self.count(slot, limit: limit, in: &state)
+        let background = state.withLock { state in
+            if state.windows[slot] != nil { state.dirty.insert(slot) }
+            return state.background
+        }
+        if !background || interval == .zero { try await exchangeIfDue() }
+        var decided = state.withLock { state in
+            if state.windows[slot] == nil, state.background {
+                // Answered now; the store's count is read in the background and added when it comes.
+                state.windows[slot] = Window(stored: 0, pending: 0, provisional: true, end: slot.windowStart + windowSeconds)
+                state.toRead.insert(slot)
+                ring.yield()
             }
+            return Self.count(slot, limit: limit, in: &state)
+        }
+        while decided == nil {
+            try await learn(slot, windowSeconds: windowSeconds)
+            decided = state.withLock { state in Self.count(slot, limit: limit, in: &state) }
         }
         // With an interval of 0 every request is written before it is answered.
         if interval == .zero { try await exchangeIfDue() }
         let (allowed, current) = decided ?? (false, limit)
         return RateLimitState(current: current, limit: limit, resetAt: Date(timeIntervalSince1970: Double(slot.windowStart + windowSeconds)),
                               windowSeconds: windowSeconds, allowed: allowed)
+    }
+
+    /// Makes a window known: read from the store together with every other window asked for meanwhile (one read
+    /// for a burst of new users, not one each). The request that finds no read under way does the reading; the
+    /// others wait for it to end and then look again.
+    private func learn(_ slot: CounterSlot, windowSeconds: Int) async throws(StoreError) {
+        let end = slot.windowStart + windowSeconds
+        let lead: Bool = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let role: Bool? = state.withLock { state in
+                if state.windows[slot] != nil { return false }
+                guard state.reading else {
+                    state.reading = true
+                    return true
+                }
+                state.waiting.append(Waiter(slot: slot, end: end, resume: continuation))
+                return nil
+            }
+            if let role { continuation.resume(returning: role) }
+        }
+        guard lead else { return }
+        var batch = [Waiter(slot: slot, end: end, resume: nil)]
+        while !batch.isEmpty {
+            let totals: [CounterSlot: Int]
+            do {
+                totals = try await store.rateLimitTotals(batch.map(\.slot))
+            } catch {
+                let parked = state.withLock { state in
+                    state.reading = false
+                    defer { state.waiting.removeAll() }
+                    return state.waiting
+                }
+                for waiter in batch + parked { waiter.resume?.resume(returning: false) }
+                throw error
+            }
+            let finished = batch
+            batch = state.withLock { state in
+                for waiter in finished where state.windows[waiter.slot] == nil {
+                    state.windows[waiter.slot] = Window(stored: totals[waiter.slot] ?? 0, pending: 0, end: waiter.end)
+                }
+                defer { state.waiting.removeAll() }
+                if state.waiting.isEmpty { state.reading = false }
+                return state.waiting
+            }
+            for waiter in finished { waiter.resume?.resume(returning: false) }
+        }
     }
 
     /// The current window of `key` as this process knows it, without counting.
@@ -84,11 +159,13 @@ final class RateLimitLedger: Service, Sendable {
         let written: [CounterSlot: Int] = state.withLock { state in
             state.lastExchange = clock.now
             var amounts: [CounterSlot: Int] = [:]
-            for (slot, window) in state.windows where window.pending > 0 || window.touched {
+            for slot in state.dirty {
+                guard let window = state.windows[slot] else { continue }
                 amounts[slot] = window.pending
+                state.windows[slot]?.sending = window.pending
                 state.windows[slot]?.pending = 0
-                state.windows[slot]?.touched = false
             }
+            state.dirty.removeAll(keepingCapacity: true)
             return amounts
         }
         let totals: [CounterSlot: Int]
@@ -96,25 +173,65 @@ final class RateLimitLedger: Service, Sendable {
             totals = try await store.recordRateLimitCounts(written)
         } catch {
             state.withLock { state in
-                for (slot, amount) in written { state.windows[slot]?.pending += amount }
+                for (slot, amount) in written {
+                    state.windows[slot]?.pending += amount
+                    state.windows[slot]?.sending = 0
+                    state.dirty.insert(slot)
+                }
             }
             throw error
         }
         state.withLock { state in
-            for (slot, total) in totals { state.windows[slot]?.stored = total }
-            // Ended windows with nothing left to write are forgotten.
+            for (slot, total) in totals {
+                state.windows[slot]?.stored = total
+                state.windows[slot]?.sending = 0
+                state.windows[slot]?.provisional = false
+            }
+            // Ended windows with nothing left to write are forgotten, every 10 s.
+            guard clock.now - state.lastSweep >= .seconds(10) else { return }
+            state.lastSweep = clock.now
             let now = Int(Date().timeIntervalSince1970)
-            state.windows = state.windows.filter { $0.value.end > now || $0.value.pending > 0 }
+            state.windows = state.windows.filter { $0.value.end > now || $0.value.pending > 0 || state.dirty.contains($0.key) }
         }
     }
 
     /// Exchanges with the store every `interval` until the service is stopped, then once more.
     func run() async throws {
-        while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: max(self.interval, .milliseconds(10))) }
-            try? await exchangeIfDue()
+        state.withLock { $0.background = true }
+        defer { state.withLock { $0.background = false } }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.readProvisionalWindows() }
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: max(self.interval, .milliseconds(10))) }
+                try? await self.exchangeIfDue()
+            }
+            ring.finish()
         }
         try? await exchange()
+    }
+
+    /// Reads the store's counts of provisional windows, as many at once as have been asked for since the last read.
+    private func readProvisionalWindows() async {
+        for await _ in doorbell {
+            let slots = state.withLock { state in
+                defer { state.toRead.removeAll(keepingCapacity: true) }
+                return state.toRead.filter { state.windows[$0]?.provisional == true }
+            }
+            guard !slots.isEmpty else { continue }
+            guard let totals = try? await store.rateLimitTotals(Array(slots)) else {
+                // Read again at the next ring; until then the windows count from what this process saw.
+                state.withLock { $0.toRead.formUnion(slots) }
+                ring.yield()
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
+            state.withLock { state in
+                for (slot, total) in totals where state.windows[slot]?.provisional == true {
+                    state.windows[slot]?.stored = total
+                    state.windows[slot]?.provisional = false
+                }
+            }
+        }
     }
 
     /// One exchange when the last is older than `interval` and none is under way.
@@ -136,7 +253,7 @@ final class RateLimitLedger: Service, Sendable {
     /// Counts one request in a known window: (allowed, count after it); nil when the window is not known here yet.
     private static func count(_ slot: CounterSlot, limit: Int, in state: inout State) -> (Bool, Int)? {
         guard var window = state.windows[slot] else { return nil }
-        window.touched = true
+        state.dirty.insert(slot)
         defer { state.windows[slot] = window }
         guard window.total < limit else { return (false, window.total) }
         window.pending += 1

@@ -72,6 +72,8 @@ public protocol StatusStore: Sendable {
     /// each window's total after it (every process's counts); an amount of 0 only reads the total. Windows of
     /// those keys that ended are dropped.
     func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int]
+    /// The totals of several rate-limit windows in one read (absent windows: 0).
+    func rateLimitTotals(_ slots: [CounterSlot]) async throws(StoreError) -> [CounterSlot: Int]
     /// The current window of `key`, without counting.
     func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState
 
