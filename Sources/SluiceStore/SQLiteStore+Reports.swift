@@ -30,7 +30,7 @@ extension SQLiteStore {
 
     public func consumeRateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         try await write("count rate limit \(key)") { db in
-            let window = Int(now.timeIntervalSince1970) / windowSeconds * windowSeconds
+            let window = CounterSlot(key: key, windowSeconds: windowSeconds, at: now).windowStart
             let current = try Int.fetchOne(db, sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?", arguments: [key, window]) ?? 0
             let allowed = current < limit
             if allowed {
@@ -84,7 +84,7 @@ extension SQLiteStore {
 
     public func rateLimit(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         try await read("read rate limit \(key)") { db in
-            let window = Int(now.timeIntervalSince1970) / windowSeconds * windowSeconds
+            let window = CounterSlot(key: key, windowSeconds: windowSeconds, at: now).windowStart
             let current = try Int.fetchOne(db, sql: "SELECT count FROM rateLimit WHERE key = ? AND windowStart = ?", arguments: [key, window]) ?? 0
             return RateLimitState(current: current, limit: limit,
                                   resetAt: Date(timeIntervalSince1970: Double(window + windowSeconds)), windowSeconds: windowSeconds,

@@ -10,7 +10,7 @@ public func buildApplication(services: APIServices, environment: [String: String
                              now: @escaping @Sendable () -> Date = Date.init,
                              logger: Logger = Logger(label: "sluice.api")) -> some ApplicationProtocol {
     // Rate-limit windows live in this process's memory and are exchanged with the store in the background.
-    let ledger = RateLimitLedger(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds))
+    let ledger = RateLimitLedger(services: services)
     let router = buildRouter(services: services, environment: environment, now: now, rateLimits: ledger)
     return Application(router: router,
                        server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
@@ -40,8 +40,7 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
 
 public func buildRouter(services: APIServices, environment: [String: String],
                         now: @escaping @Sendable () -> Date = Date.init) -> Router<APIContext> {
-    buildRouter(services: services, environment: environment, now: now,
-                rateLimits: RateLimitLedger(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds)))
+    buildRouter(services: services, environment: environment, now: now, rateLimits: RateLimitLedger(services: services))
 }
 
 func buildRouter(services: APIServices, environment: [String: String], now: @escaping @Sendable () -> Date,

@@ -3,18 +3,21 @@ import ServiceLifecycle
 import SluiceCore
 import Synchronization
 
-/// Rate-limit windows held in this API process's memory, so a limited request costs no store write. A window this
-/// process has not seen is read from the store first (a read: WAL readers run side by side); then the process
+/// Rate-limit windows held in this API process's memory, so a limited request costs no store write. The process
 /// counts on its own and, every `interval` (in the background while `run()` runs as the server's service; before
 /// judging a request that finds the last exchange older than that otherwise), adds what it counted to the store
 /// in one transaction and takes the store's totals — every process's counts — back.
 ///
-/// How far over a limit a user can get: in one process, not at all (a window starts from the store and every
-/// request is counted before it is answered). With several processes, each admits against what it knew at its
-/// last exchange, so a user spreading requests over them can get through, on top of the limit, what the other
-/// processes admitted for that user since this process's last exchange: at most one `interval` of their requests,
-/// and never more than `limit` per other process. Counts not yet written when a process is killed are lost (at
-/// most one `interval`); a graceful stop writes them.
+/// A window this process has not seen starts from the store's count: with the service running, the request is
+/// answered at once and the count is read in the background (many new windows in one read) and added when it
+/// comes; without it, the count is read before the request is judged.
+///
+/// How far over a limit a user can get: in one process, by what it admits for them while their window's count is
+/// read in the background (a few milliseconds; one request when the user waits for answers), and otherwise not
+/// at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
+/// requests over them can get through, on top of that, what the other processes admitted for them since this
+/// process's last exchange: at most one `interval` of their requests. Counts not yet written when a process is
+/// killed are lost (at most one `interval`); a graceful stop writes them.
 final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
@@ -41,16 +44,6 @@ final class RateLimitLedger: Service, Sendable {
         var lastSweep: ContinuousClock.Instant
         /// Provisional windows whose store count the background reader is to read.
         var toRead: Set<CounterSlot> = []
-        /// A read of new windows is under way; requests for other new windows wait here for the next one.
-        var reading = false
-        var waiting: [Waiter] = []
-    }
-
-    /// A request waiting for its window to be read (`resume` nil for the request doing the reading).
-    struct Waiter {
-        var slot: CounterSlot
-        var end: Int
-        var resume: CheckedContinuation<Bool, Never>?
     }
 
     let store: any StatusStore
@@ -61,6 +54,11 @@ final class RateLimitLedger: Service, Sendable {
     private let ring: AsyncStream<Void>.Continuation
     private let state: Mutex<State>
 
+    /// The ledger of `limits.rate.exchangeMilliseconds` over the services' store.
+    convenience init(services: APIServices) {
+        self.init(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds))
+    }
+
     init(store: any StatusStore, interval: Duration) {
         self.store = store
         self.interval = interval
@@ -70,7 +68,7 @@ final class RateLimitLedger: Service, Sendable {
 
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
     func consume(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
-        let slot = Self.slot(key, windowSeconds: windowSeconds, now: now)
+        let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
         let background = state.withLock { state in
@@ -98,54 +96,20 @@ final class RateLimitLedger: Service, Sendable {
                               windowSeconds: windowSeconds, allowed: allowed)
     }
 
-    /// Makes a window known: read from the store together with every other window asked for meanwhile (one read
-    /// for a burst of new users, not one each). The request that finds no read under way does the reading; the
-    /// others wait for it to end and then look again.
+    /// Makes a window known when no background reader runs (`run()` not started, e.g. a router alone): its count
+    /// is read from the store before the request is judged.
     private func learn(_ slot: CounterSlot, windowSeconds: Int) async throws(StoreError) {
-        let end = slot.windowStart + windowSeconds
-        let lead: Bool = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let role: Bool? = state.withLock { state in
-                if state.windows[slot] != nil { return false }
-                guard state.reading else {
-                    state.reading = true
-                    return true
-                }
-                state.waiting.append(Waiter(slot: slot, end: end, resume: continuation))
-                return nil
+        let total = try await store.rateLimitTotals([slot])[slot] ?? 0
+        state.withLock { state in
+            if state.windows[slot] == nil {
+                state.windows[slot] = Window(stored: total, pending: 0, end: slot.windowStart + windowSeconds)
             }
-            if let role { continuation.resume(returning: role) }
-        }
-        guard lead else { return }
-        var batch = [Waiter(slot: slot, end: end, resume: nil)]
-        while !batch.isEmpty {
-            let totals: [CounterSlot: Int]
-            do {
-                totals = try await store.rateLimitTotals(batch.map(\.slot))
-            } catch {
-                let parked = state.withLock { state in
-                    state.reading = false
-                    defer { state.waiting.removeAll() }
-                    return state.waiting
-                }
-                for waiter in batch + parked { waiter.resume?.resume(returning: false) }
-                throw error
-            }
-            let finished = batch
-            batch = state.withLock { state in
-                for waiter in finished where state.windows[waiter.slot] == nil {
-                    state.windows[waiter.slot] = Window(stored: totals[waiter.slot] ?? 0, pending: 0, end: waiter.end)
-                }
-                defer { state.waiting.removeAll() }
-                if state.waiting.isEmpty { state.reading = false }
-                return state.waiting
-            }
-            for waiter in finished { waiter.resume?.resume(returning: false) }
         }
     }
 
     /// The current window of `key` as this process knows it, without counting.
     func current(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
-        let slot = Self.slot(key, windowSeconds: windowSeconds, now: now)
+        let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
         if let known = state.withLock({ $0.windows[slot]?.total }) {
             return RateLimitState(current: known, limit: limit, resetAt: Date(timeIntervalSince1970: Double(slot.windowStart + windowSeconds)),
                                   windowSeconds: windowSeconds, allowed: known < limit)
@@ -244,10 +208,6 @@ final class RateLimitLedger: Service, Sendable {
         guard due else { return }
         defer { state.withLock { $0.exchanging = false } }
         try await exchange()
-    }
-
-    private static func slot(_ key: String, windowSeconds: Int, now: Date) -> CounterSlot {
-        CounterSlot(key: key, windowStart: Int(now.timeIntervalSince1970.rounded(.down)) / windowSeconds * windowSeconds)
     }
 
     /// Counts one request in a known window: (allowed, count after it); nil when the window is not known here yet.

@@ -1,7 +1,7 @@
 import Foundation
 
-/// One window of one spam counter: the key names the counter and the sender (`spam.flood:{userId}`), the window
-/// starts at a multiple of its length in seconds since 1970.
+/// One fixed window of one counter (a spam counter such as `spam.flood:{userId}`, or a rate limit such as
+/// `text_message:{userId}`): the window starts at a multiple of its length in seconds since 1970.
 public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
     public var key: String
     public var windowStart: Int
@@ -11,9 +11,14 @@ public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
         self.windowStart = windowStart
     }
 
+    /// The window of `key` that `now` falls in.
+    public init(key: String, windowSeconds: Int, at now: Date) {
+        self.key = key
+        windowStart = Int(now.timeIntervalSince1970.rounded(.down)) / windowSeconds * windowSeconds
+    }
+
     public init(_ counter: CounterIncrement, at now: Date) {
-        key = counter.key
-        windowStart = Int(now.timeIntervalSince1970.rounded(.down)) / counter.windowSeconds * counter.windowSeconds
+        self.init(key: counter.key, windowSeconds: counter.windowSeconds, at: now)
     }
 
     public var description: String { "\(key)@\(windowStart)" }

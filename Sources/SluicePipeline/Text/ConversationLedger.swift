@@ -111,6 +111,7 @@ public actor ConversationLedger {
             windows[kind] = recent
             guard slots[slot] == nil else { continue }
             if kind.distinct { distinct.append(slot) } else { counted.append(slot) }
+            slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds)
         }
         var facts: RelationFacts
         if let cached, counted.isEmpty, distinct.isEmpty {
@@ -123,21 +124,13 @@ public actor ConversationLedger {
                 for slot in counted + distinct where slots[slot]?.total == 0 && slots[slot]?.members?.isEmpty ?? true { slots[slot] = nil }
                 throw error
             }
-            let lengths = Dictionary(counters.map { (CounterSlot($0, at: now), $0.windowSeconds) }, uniquingKeysWith: { first, _ in first })
+            // The windows read start from the store's count, under what was counted here while it was read.
             for slot in counted {
-                let base = state.totals[slot] ?? 0
-                if var known = slots[slot] {
-                    known.total += base
-                    slots[slot] = known
-                } else {
-                    slots[slot] = Slot(total: base, members: nil, end: slot.windowStart + (lengths[slot] ?? 0))
-                }
+                slots[slot]?.total += state.totals[slot] ?? 0
             }
             for slot in distinct {
-                let stored = state.members[slot] ?? []
-                var known = slots[slot] ?? Slot(total: 0, members: [], end: slot.windowStart + (lengths[slot] ?? 0))
-                let added = known.members ?? []
-                known.members = added.union(stored)
+                guard var known = slots[slot] else { continue }
+                known.members = (known.members ?? []).union(state.members[slot] ?? [])
                 known.total = known.members?.count ?? 0
                 slots[slot] = known
             }
