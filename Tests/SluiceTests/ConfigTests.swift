@@ -15,6 +15,8 @@ import Testing
         #expect(config.limits.maxPixels == 50_000_000)
         #expect(config.output.maxSide == 1920 && config.output.quality == 80)
         #expect(config.policy == .standard)
+        #expect(config.concurrency.items == 0 && config.itemsInFlight == config.vision.maxInFlight + 2 * config.concurrency.effectiveCPU)
+        #expect(config.limits.rate.exchangeMilliseconds == 100)
     }
 
     @Test func relativePathsResolveAgainstTheConfigFolder() throws {
@@ -39,6 +41,9 @@ import Testing
         (#"{"output": {"quality": 101}}"#, "output.quality"),
         (#"{"policy": {"racy": {"block": "POSSIBLE", "review": "LIKELY"}}}"#, "policy.racy.review"),
         (#"{"dataRoot": 3}"#, "dataRoot"),
+        (#"{"concurrency": {"items": -1}}"#, "concurrency.items"),
+        (#"{"limits": {"rate": {"exchangeMilliseconds": -1}}}"#, "limits.rate.exchangeMilliseconds"),
+        (#"{"limits": {"rate": {"exchangeMilliseconds": 60001}}}"#, "limits.rate.exchangeMilliseconds"),
         (#"{"dataRoot": "d""#, "not valid JSON"),
     ])
     func badConfigNamesTheKey(json: String, expected: String) throws {
