@@ -69,54 +69,86 @@ public struct VipsImageProcessor: ImageProcessor {
 
     private func processOnce(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage {
         try withImageBytes(data) { (buffer) throws(ImagingError) -> ProcessedImage in
-            try checkLoader(buffer, format: format)
-            let header = try openHeader(buffer, format: format)
-            defer { sluice_vips_unref(header) }
-            let pixels = Int(header.pointee.Xsize) * Int(header.pointee.Ysize)
-            guard pixels <= maxPixels else {
-                throw ImagingError(.tooManyPixels, "image is \(header.pointee.Xsize)×\(header.pointee.Ysize) = \(pixels) pixels, over the \(maxPixels) pixel limit")
-            }
-            var exif = ExifFindings.none
-            var blob: UnsafeRawPointer?
-            var blobLength = 0
-            if sluice_vips_exif_blob(header, &blob, &blobLength) == 1, let blob {
-                exif = ExifReader.findings(fromExifBlock: UnsafeRawBufferPointer(start: blob, count: blobLength))
-            }
-
-            // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
-            var decoded: UnsafeMutablePointer<VipsImage>?
-            guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
-                                               Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)", sluice_vips_has_icc(header)) == 0, let decoded
-            else { throw decodeError(format) }
-            var current = decoded
+            let (current, exif) = try decodeOnce(buffer, format: format, options: options)
             defer { sluice_vips_unref(current) }
-            if vips_image_hasalpha(current) != 0 {
-                var flat: UnsafeMutablePointer<VipsImage>?
-                guard sluice_vips_flatten_white(current, &flat) == 0, let flat else { throw decodeError(format) }
-                sluice_vips_unref(current)
-                current = flat
-            }
-            if current.pointee.Type != VIPS_INTERPRETATION_sRGB || current.pointee.BandFmt != VIPS_FORMAT_UCHAR {
-                var srgb: UnsafeMutablePointer<VipsImage>?
-                guard sluice_vips_to_srgb(current, &srgb) == 0, let srgb else { throw decodeError(format) }
-                sluice_vips_unref(current)
-                current = srgb
-            }
-            guard let memory = vips_image_copy_memory(current) else { throw decodeError(format) }
-            sluice_vips_unref(current)
-            current = memory
-
             let approved = try encode(current, quality: options.quality)
             // The classifier copy is made from the decoded pixels, and the thumbnail from the classifier copy
             // when that is still larger than the thumbnail: a 640 px source is plenty for 200 px, and cheaper.
+            // The PDQ hash is computed from the classifier copy's pixels too (PDQ sees a 64×64 downsample).
             let small = try resized(current, side: options.classifyMaxSide)
             defer { sluice_vips_unref(small) }
             let classify = try encode(small, quality: options.classifyQuality)
             let thumbnailSource = options.thumbnailSize < options.classifyMaxSide ? small : current
             let thumbnail = try resizedJPEG(thumbnailSource, side: options.thumbnailSize, quality: options.thumbnailQuality)
             return ProcessedImage(exif: exif, classifyJPEG: classify, approvedJPEG: approved, thumbnailJPEG: thumbnail,
-                                  width: Int(current.pointee.Xsize), height: Int(current.pointee.Ysize))
+                                  width: Int(current.pointee.Xsize), height: Int(current.pointee.Ysize), pdq: Self.fingerprint(of: small))
         }
+    }
+
+    public func fingerprint(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> PDQFingerprint? {
+        _ = try header(data, format: format)
+        return try Self.withOwnErrorMessage { () throws(ImagingError) in
+            try withImageBytes(data) { (buffer) throws(ImagingError) -> PDQFingerprint? in
+                let (current, _) = try decodeOnce(buffer, format: format, options: options)
+                defer { sluice_vips_unref(current) }
+                let small = try resized(current, side: options.classifyMaxSide)
+                defer { sluice_vips_unref(small) }
+                return Self.fingerprint(of: small)
+            }
+        }
+    }
+
+    /// The PDQ hash of an 8-bit image held in memory.
+    private static func fingerprint(of image: UnsafeMutablePointer<VipsImage>) -> PDQFingerprint? {
+        guard let data = vips_image_get_data(image) else { return nil }
+        let width = Int(image.pointee.Xsize), height = Int(image.pointee.Ysize), bands = Int(image.pointee.Bands)
+        let pixels = UnsafeRawBufferPointer(start: data, count: width * height * bands)
+        return PDQHasher.fingerprint(pixels: pixels, width: width, height: height, bands: bands, rowBytes: width * bands)
+    }
+
+    /// The one decode, checked: loader, header, pixel limit, EXIF, then shrink-on-load, rotate, flatten, sRGB,
+    /// rendered into memory (the caller unrefs it) for every output made from it.
+    private func decodeOnce(_ buffer: UnsafeRawBufferPointer, format: ImageFormat,
+                            options: ImageOptions) throws(ImagingError) -> (UnsafeMutablePointer<VipsImage>, ExifFindings) {
+        try checkLoader(buffer, format: format)
+        let header = try openHeader(buffer, format: format)
+        defer { sluice_vips_unref(header) }
+        let pixels = Int(header.pointee.Xsize) * Int(header.pointee.Ysize)
+        guard pixels <= maxPixels else {
+            throw ImagingError(.tooManyPixels, "image is \(header.pointee.Xsize)×\(header.pointee.Ysize) = \(pixels) pixels, over the \(maxPixels) pixel limit")
+        }
+        var exif = ExifFindings.none
+        var blob: UnsafeRawPointer?
+        var blobLength = 0
+        if sluice_vips_exif_blob(header, &blob, &blobLength) == 1, let blob {
+            exif = ExifReader.findings(fromExifBlock: UnsafeRawBufferPointer(start: blob, count: blobLength))
+        }
+
+        // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
+        var decoded: UnsafeMutablePointer<VipsImage>?
+        guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
+                                           Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)", sluice_vips_has_icc(header)) == 0, let decoded
+        else { throw decodeError(format) }
+        var current = decoded
+        var handedOver = false
+        defer { if !handedOver { sluice_vips_unref(current) } }
+        if vips_image_hasalpha(current) != 0 {
+            var flat: UnsafeMutablePointer<VipsImage>?
+            guard sluice_vips_flatten_white(current, &flat) == 0, let flat else { throw decodeError(format) }
+            sluice_vips_unref(current)
+            current = flat
+        }
+        if current.pointee.Type != VIPS_INTERPRETATION_sRGB || current.pointee.BandFmt != VIPS_FORMAT_UCHAR {
+            var srgb: UnsafeMutablePointer<VipsImage>?
+            guard sluice_vips_to_srgb(current, &srgb) == 0, let srgb else { throw decodeError(format) }
+            sluice_vips_unref(current)
+            current = srgb
+        }
+        guard let memory = vips_image_copy_memory(current) else { throw decodeError(format) }
+        sluice_vips_unref(current)
+        current = memory
+        handedOver = true
+        return (current, exif)
     }
 
     // MARK: - Helpers

@@ -16,9 +16,20 @@ import SluiceText
 public struct Services: Sendable {
     public let pipelines: Pipelines
     public let store: any StatusStore
+    /// The image pipeline with its match stage on this store's hash banks.
+    public let images: ImagePipeline
+
+    public init(pipelines: Pipelines, store: any StatusStore) {
+        self.pipelines = pipelines
+        self.store = store
+        images = pipelines.images.with(matcher: BankMatcher(store: store, config: pipelines.config.banks,
+                                                            reuseWithinDistance: pipelines.config.vision.reuseWithinDistance,
+                                                            logger: pipelines.logger))
+    }
 
     public var config: PipelineConfig { pipelines.config }
-    public var images: ImagePipeline { pipelines.images }
+    /// The banks' matcher (one per process).
+    public var matcher: BankMatcher? { images.matcher }
     public var texts: TextPipeline { pipelines.texts }
 
     /// `readOnlyStore` opens an existing store without ever writing (dry runs).

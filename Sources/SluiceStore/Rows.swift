@@ -55,6 +55,11 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var reviewedAt: Date?
     var reviewNote: String?
     var reviewedStatus: ItemStatus?
+    var pdqHash: String?
+    var pdqQuality: Int?
+    /// The bank match and the reused classification as JSON.
+    var bankMatch: String?
+    var reusedFrom: String?
 
     /// The columns queries name, declared once.
     enum Columns {
@@ -114,6 +119,10 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         reviewedAt = item.decision?.at
         reviewNote = item.decision?.note
         reviewedStatus = item.decision?.decision
+        pdqHash = item.pdq?.hash.hex
+        pdqQuality = item.pdq?.quality
+        bankMatch = item.match.flatMap(Self.json)
+        reusedFrom = item.reused.flatMap(Self.json)
     }
 
     /// Sorted keys: the same value always has the same text, so reprocessing can compare without decoding.
@@ -152,7 +161,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
                     caption: Self.decode(CaptionOutcome.self, caption),
                     decision: reviewedBy.map { HumanDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote, decision: reviewedStatus) },
-                    conversation: Self.decode(ConversationVerdict.self, conversation))
+                    conversation: Self.decode(ConversationVerdict.self, conversation),
+                    pdq: pdqHash.flatMap { PDQHash(hex: $0) }.map { PDQFingerprint(hash: $0, quality: pdqQuality ?? 0) },
+                    match: Self.decode(BankMatch.self, bankMatch), reused: Self.decode(ReusedClassification.self, reusedFrom))
     }
 }
 

@@ -318,6 +318,45 @@ public struct SQLiteStore: StatusStore {
                 t.add(column: "conversation", .text)
             }
         }
+        migrator.registerMigration("v11-pdq-hash-banks") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "pdqHash", .text)
+                t.add(column: "pdqQuality", .integer)
+                t.add(column: "bankMatch", .text)
+                t.add(column: "reusedFrom", .text)
+            }
+            try db.create(index: "itemApprovedPDQ", on: "item", columns: ["status", "updatedAt"], condition: Column("pdqHash") != nil)
+            try db.create(table: "hashBank") { t in
+                t.primaryKey("name", .text)
+                t.column("action", .text).notNull()
+                t.column("threshold", .integer).notNull()
+                t.column("enabled", .boolean).notNull().defaults(to: true)
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(table: "bankHash") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("bank", .text).notNull().references("hashBank", onDelete: .cascade)
+                t.column("hash", .text).notNull()
+                t.column("itemId", .text)
+                t.column("note", .text)
+                t.column("addedAt", .datetime).notNull()
+                t.uniqueKey(["bank", "hash"])
+            }
+            try db.create(table: "bankHashStanding") { t in
+                t.column("bank", .text).notNull().references("hashBank", onDelete: .cascade)
+                t.column("hash", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("at", .datetime).notNull()
+                t.column("detail", .text)
+                t.primaryKey(["bank", "hash"])
+            }
+            // Bumped by every bank change other than appended hashes, so matchers know when to rebuild.
+            try db.create(table: "bankRevision") { t in
+                t.primaryKey("id", .integer)
+                t.column("revision", .integer).notNull()
+            }
+            try db.execute(sql: "INSERT INTO bankRevision (id, revision) VALUES (1, 0)")
+        }
         return migrator
     }
 

@@ -102,6 +102,14 @@ extension PipelineConfig {
         try require((0...1000).contains(conversation.requestLimit), "conversation.requestLimit", "must be 0...1000")
         try require(!conversation.autoReply.isEmpty && conversation.autoReply.count <= 500, "conversation.autoReply", "must be 1-500 characters")
         try require(spam.flood.perMinute >= 1, "spam.flood.perMinute", "must be ≥ 1")
+        try require(HashBank.isValidName(banks.autoAddBank), "banks.autoAddBank", "must be \(HashBank.nameRule)")
+        try require((0...100).contains(banks.minQuality), "banks.minQuality", "must be 0...100")
+        try require((10...600_000).contains(banks.refreshMilliseconds), "banks.refreshMilliseconds", "must be 10...600000")
+        try require((1...2_592_000).contains(banks.flood.windowSeconds), "banks.flood.windowSeconds", "must be 1...2592000")
+        try require(banks.flood.maxMatches >= 1, "banks.flood.maxMatches", "must be ≥ 1")
+        if let distance = vision.reuseWithinDistance {
+            try require((0...31).contains(distance), "vision.reuseWithinDistance", "must be 0...31 (bits of 256), or null for off")
+        }
         try require(spam.duplicates.recipients >= 1, "spam.duplicates.recipients", "must be ≥ 1")
         try require((1...86_400).contains(spam.duplicates.windowSeconds), "spam.duplicates.windowSeconds", "must be 1...86400")
         try require(spam.links.minAccountAgeHours >= 0, "spam.links.minAccountAgeHours", "must be ≥ 0")
@@ -201,6 +209,7 @@ private struct ConfigFile: Decodable {
     var review: ReviewConfig
     var conversation: ConversationConfig
     var spam: SpamConfig
+    var banks: BanksConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -212,7 +221,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam, banks
     }
 
     struct TextSection: Decodable {
@@ -265,6 +274,7 @@ private struct ConfigFile: Decodable {
         review = try c.value(.review, default: ReviewConfig())
         conversation = try c.value(.conversation, default: ConversationConfig())
         spam = try c.value(.spam, default: SpamConfig())
+        banks = try c.value(.banks, default: BanksConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -297,6 +307,7 @@ private struct ConfigFile: Decodable {
         config.review = review
         config.conversation = conversation
         config.spam = spam
+        config.banks = banks
         return config
     }
 }
@@ -304,7 +315,8 @@ private struct ConfigFile: Decodable {
 extension VisionConfig: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case provider, endpoint, apiKeyEnv, bearerTokenEnv, timeoutSeconds, maxAttempts, initialBackoffSeconds,
-             maxBackoffSeconds, maxInFlight, classifyMaxSide, maxResponseBytes, breakerFailures, breakerOpenSeconds, model
+             maxBackoffSeconds, maxInFlight, classifyMaxSide, maxResponseBytes, breakerFailures, breakerOpenSeconds, model,
+             reuseWithinDistance
     }
 
     public init(from decoder: any Decoder) throws {
@@ -325,6 +337,7 @@ extension VisionConfig: Decodable {
         v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
         v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
         v.model = try c.value(.model, default: v.model)
+        v.reuseWithinDistance = try c.decodeIfPresent(Int.self, forKey: .reuseWithinDistance)
         self = v
     }
 }
@@ -689,5 +702,34 @@ extension SpamConfig.CounterRule: Decodable {
         windowSeconds = try c.value(.windowSeconds, default: windowSeconds)
         maxAccountAgeHours = try c.decodeIfPresent(Double.self, forKey: .maxAccountAgeHours)
         outcome = try c.value(.outcome, default: outcome)
+    }
+}
+
+extension BanksConfig: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case autoAddBlocked, autoAddBank, minQuality, refreshMilliseconds, flood }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = BanksConfig()
+        v.autoAddBlocked = try c.value(.autoAddBlocked, default: v.autoAddBlocked)
+        v.autoAddBank = try c.value(.autoAddBank, default: v.autoAddBank)
+        v.minQuality = try c.value(.minQuality, default: v.minQuality)
+        v.refreshMilliseconds = try c.value(.refreshMilliseconds, default: v.refreshMilliseconds)
+        v.flood = try c.value(.flood, default: v.flood)
+        self = v
+    }
+}
+
+extension BanksConfig.Flood: Decodable {
+    enum CodingKeys: String, CodingKey, CaseIterable { case windowSeconds, maxMatches }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var v = Self()
+        v.windowSeconds = try c.value(.windowSeconds, default: v.windowSeconds)
+        v.maxMatches = try c.value(.maxMatches, default: v.maxMatches)
+        self = v
     }
 }

@@ -21,6 +21,7 @@ public struct PipelineConfig: Sendable, Equatable {
     public var review = ReviewConfig()
     public var conversation = ConversationConfig()
     public var spam = SpamConfig()
+    public var banks = BanksConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
@@ -66,6 +67,9 @@ public struct VisionConfig: Sendable, Equatable {
     public var breakerOpenSeconds: Double = 30
     /// Model for `openai-moderation`.
     public var model: String = "omni-moderation-latest"
+    /// An upload whose PDQ hash is within this many bits of an approved image's takes over that image's
+    /// classification instead of calling the provider (nil: off, the default).
+    public var reuseWithinDistance: Int?
     public init() {}
 }
 
@@ -390,5 +394,27 @@ public struct SpamConfig: Sendable, Equatable {
     public var repeats = Repeats()
     public var newAccount = NewAccount()
     public var counters: [CounterRule] = []
+    public init() {}
+}
+
+/// PDQ hash banks: what feeds them and when their matches stop acting.
+public struct BanksConfig: Sendable, Equatable {
+    /// Every image blocked by the machine or a person joins `autoAddBank` (created as a block bank when missing).
+    public var autoAddBlocked = false
+    public var autoAddBank = "removed"
+    /// Hashes of lower quality never act (PDQ's authors: below 50 the hash says little).
+    public var minQuality = 50
+    /// How often a running matcher looks for changed banks.
+    public var refreshMilliseconds = 1000
+    public var flood = Flood()
+
+    /// A bank hash that matches more than `maxMatches` uploads within `windowSeconds` stops acting (quarantined)
+    /// and alerts, until a person confirms it (`sluice banks confirm`).
+    public struct Flood: Sendable, Equatable {
+        public var windowSeconds = 3600
+        public var maxMatches = 100
+        public init() {}
+    }
+
     public init() {}
 }

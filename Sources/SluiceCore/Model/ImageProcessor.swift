@@ -61,9 +61,13 @@ public struct ProcessedImage: Sendable {
     public var thumbnailJPEG: Data
     public var width: Int
     public var height: Int
+    /// The PDQ hash of the decoded, rotated pixels (nil only when hashing is impossible, e.g. under 5 px a side).
+    public var pdq: PDQFingerprint?
 
-    public init(exif: ExifFindings, classifyJPEG: Data, approvedJPEG: Data, thumbnailJPEG: Data, width: Int, height: Int) {
+    public init(exif: ExifFindings, classifyJPEG: Data, approvedJPEG: Data, thumbnailJPEG: Data, width: Int, height: Int,
+                pdq: PDQFingerprint? = nil) {
         self.exif = exif
+        self.pdq = pdq
         self.classifyJPEG = classifyJPEG
         self.approvedJPEG = approvedJPEG
         self.thumbnailJPEG = thumbnailJPEG
@@ -94,6 +98,8 @@ public protocol ImageProcessor: Sendable {
     func sniff(_ data: Data) throws(ImagingError) -> ImageFormat
     func header(_ data: Data, format: ImageFormat) throws(ImagingError) -> ImageHeader
     func process(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> ProcessedImage
+    /// The PDQ hash alone, through the same checks and the same decode as `process` (`sluice pdq`).
+    func fingerprint(_ data: Data, format: ImageFormat, options: ImageOptions) throws(ImagingError) -> PDQFingerprint?
 }
 
 extension ImageProcessor {

@@ -6,7 +6,7 @@ import Foundation
 extension Item: Codable {
     enum CodingKeys: String, CodingKey {
         case id, kind, userId, status, reason, provider, safeSearch, exif, outputs, original, format, width, height,
-             sourceBytes, attempts, timings, createdAt, updatedAt, text, message, priority, caption, review, conversation
+             sourceBytes, attempts, timings, createdAt, updatedAt, text, message, priority, caption, review, conversation, pdq, match, reused
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -36,6 +36,9 @@ extension Item: Codable {
             try c.encodeIfPresent(conversation, forKey: .conversation)
         } else {
             try c.encode(caption, forKey: .caption)
+            try c.encode(pdq, forKey: .pdq)
+            try c.encode(match, forKey: .match)
+            try c.encodeIfPresent(reused, forKey: .reused)
         }
         try c.encodeIfPresent(decision, forKey: .review)
     }
@@ -61,6 +64,9 @@ extension Item: Codable {
                   priority: try c.decodeIfPresent(PriorityVerdict.self, forKey: .priority),
                   caption: try c.decodeIfPresent(CaptionOutcome.self, forKey: .caption),
                   decision: try c.decodeIfPresent(HumanDecision.self, forKey: .review),
-                  conversation: try c.decodeIfPresent(ConversationVerdict.self, forKey: .conversation))
+                  conversation: try c.decodeIfPresent(ConversationVerdict.self, forKey: .conversation),
+                  pdq: try c.decodeIfPresent(PDQFingerprint.self, forKey: .pdq),
+                  match: try c.decodeIfPresent(BankMatch.self, forKey: .match),
+                  reused: try c.decodeIfPresent(ReusedClassification.self, forKey: .reused))
     }
 }

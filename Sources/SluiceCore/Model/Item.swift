@@ -175,6 +175,11 @@ public struct Item: Sendable, Equatable {
     public var decision: HumanDecision?
     /// The rules stage's verdict on a message (blocks, message requests, spam signals), when one applied.
     public var conversation: ConversationVerdict?
+    /// Images: the PDQ perceptual hash of the decoded image, a bank match, and a classification taken over
+    /// from a near-identical approved image.
+    public var pdq: PDQFingerprint?
+    public var match: BankMatch?
+    public var reused: ReusedClassification?
 
     public init(id: ItemID, kind: ItemKind, userId: String, status: ItemStatus, reason: String? = nil,
                 provider: String? = nil, safeSearch: SafeSearch? = nil, exif: ExifFindings? = nil,
@@ -183,8 +188,12 @@ public struct Item: Sendable, Equatable {
                 timings: StageTimings = StageTimings(), attempts: Int = 0,
                 createdAt: Date = Date(), updatedAt: Date = Date(), content: TextContent? = nil,
                 textVerdict: TextVerdict? = nil, priority: PriorityVerdict? = nil, caption: CaptionOutcome? = nil,
-                decision: HumanDecision? = nil, conversation: ConversationVerdict? = nil) {
+                decision: HumanDecision? = nil, conversation: ConversationVerdict? = nil,
+                pdq: PDQFingerprint? = nil, match: BankMatch? = nil, reused: ReusedClassification? = nil) {
         self.conversation = conversation
+        self.pdq = pdq
+        self.match = match
+        self.reused = reused
         self.id = id
         self.kind = kind
         self.userId = userId

@@ -172,6 +172,27 @@ public protocol StatusStore: Sendable {
 
     /// Every `review` event (people's decisions), newest first.
     func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]
+
+    // MARK: PDQ hash banks
+
+    /// Creates a bank; false when one of that name exists (nothing changes).
+    func createBank(_ bank: HashBank) async throws(StoreError) -> Bool
+    /// Every bank with its size, by name.
+    func banks() async throws(StoreError) -> [HashBank]
+    /// Changes a bank's action, threshold or enabled flag (nil: unchanged); false when there is no such bank.
+    func updateBank(_ name: String, action: BankAction?, threshold: Int?, enabled: Bool?) async throws(StoreError) -> Bool
+    /// Removes a bank with its hashes and standings; false when there is no such bank.
+    func removeBank(_ name: String) async throws(StoreError) -> Bool
+    /// Adds hashes to their banks in one transaction; a hash already in its bank is skipped. Returns how many were new.
+    func addBankEntries(_ entries: [BankEntry]) async throws(StoreError) -> Int
+    /// Hashes in `bank` (nil: every bank) added after `seq`, oldest first, at most `limit`.
+    func bankEntries(bank: String?, after seq: Int64, limit: Int) async throws(StoreError) -> [BankEntry]
+    /// The banks, flooded hashes' standings, the revision (changes on anything but appended hashes) and the newest hash.
+    func bankState() async throws(StoreError) -> BankState
+    /// Records that a bank hash is quarantined or confirmed (replacing an earlier standing).
+    func setBankHashStanding(_ standing: BankHashStanding) async throws(StoreError)
+    /// Approved images with a PDQ hash, changed at or after `since` (nil: all), oldest change first.
+    func approvedFingerprints(since: Date?, limit: Int) async throws(StoreError) -> [ApprovedFingerprint]
 }
 
 extension StatusStore {

@@ -8,15 +8,20 @@ struct ClassifyStage: Stage {
     let name = "classify"
     let provider: any VisionProvider
 
-    func run(_ decoded: Decoded, context: StageContext) async -> StageOutcome<Classified> {
+    func run(_ matched: Matched, context: StageContext) async -> StageOutcome<Classified> {
+        let decoded = matched.decoded
         if case .decision = context.mode {
-            return .proceed(Classified(decoded: decoded, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
+            return .proceed(Classified(matched: matched, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
         }
         guard context.runs(name) else {
-            return .proceed(Classified(decoded: decoded, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
+            return .proceed(Classified(matched: matched, safeSearch: context.current?.safeSearch, provider: context.current?.provider, fresh: false))
+        }
+        // A near-identical approved image's classification, instead of a provider call (vision.reuseWithinDistance).
+        if case let .reuse(safeSearch, provider, _)? = matched.verdict {
+            return .proceed(Classified(matched: matched, safeSearch: safeSearch, provider: provider, fresh: true))
         }
         do throws(ProviderError) {
-            return .proceed(Classified(decoded: decoded, safeSearch: try await provider.classify(decoded.image.classifyJPEG),
+            return .proceed(Classified(matched: matched, safeSearch: try await provider.classify(decoded.image.classifyJPEG),
                                        provider: provider.name, fresh: true))
         } catch {
             let kept = context.current.map { "re-classification failed, kept as \($0.status.rawValue): \(error.description)" } ?? error.description

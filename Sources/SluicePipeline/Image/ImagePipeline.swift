@@ -1,8 +1,8 @@
 import Foundation
 import SluiceCore
 
-/// The image stages in order, assembled once from config: sniff → limits → decode → classify → policy → write →
-/// caption. The daemon, `sluice reprocess`, human decisions and the caption API all run this value; what differs
+/// The image stages in order, assembled once from config: sniff → limits → decode → match → classify → policy →
+/// write → caption. The daemon, `sluice reprocess`, human decisions and the caption API all run this value; what differs
 /// is the `StageContext` (why the item is judged, which stages run for real, fail closed or keep).
 public struct ImagePipeline: Sendable {
     /// Every stage: an upload to an approved, written, captioned image, or a verdict on the way.
@@ -15,10 +15,23 @@ public struct ImagePipeline: Sendable {
     public let layout: OutputLayout
     /// The vision provider's name, as verdicts record it.
     public let providerName: String
+    /// The hash banks the match stage consults (nil: no store, the match stage passes every image on).
+    public let matcher: BankMatcher?
+    private let parts: Parts
+
+    private struct Parts: Sendable {
+        var config: PipelineConfig
+        var vision: any VisionProvider
+        var captions: Result<any CaptionProvider, CaptionUnavailable>
+        var pool: CPUPool
+        var observer: any StageObserver
+    }
 
     public init(config: PipelineConfig, processor: any ImageProcessor, vision: any VisionProvider,
                 captions: Result<any CaptionProvider, CaptionUnavailable>, pool: CPUPool,
-                observer: any StageObserver = StageMetrics()) {
+                observer: any StageObserver = StageMetrics(), matcher: BankMatcher? = nil) {
+        parts = Parts(config: config, vision: vision, captions: captions, pool: pool, observer: observer)
+        self.matcher = matcher
         self.processor = processor
         layout = OutputLayout(dataRoot: config.dataRoot)
         providerName = vision.name
@@ -26,6 +39,7 @@ public struct ImagePipeline: Sendable {
             .then(LimitsStage(processor: processor, maxPixels: config.limits.maxPixels, pool: pool))
             .then(DecodeStage(processor: processor, options: ImageOptions(config: config), pool: pool))
         judging = decoding
+            .then(MatchStage(matcher: matcher))
             .then(ClassifyStage(provider: vision))
             .then(PolicyStage(policy: config.policy))
             .then(WriteStage(layout: layout))
@@ -33,6 +47,12 @@ public struct ImagePipeline: Sendable {
             .verdict(by: "policy")
         captioning = decoding.then(CaptionStage<Decoded>(provider: captions))
         previewing = decoding
+    }
+
+    /// The same pipeline with the match stage consulting `matcher`'s banks.
+    public func with(matcher: BankMatcher) -> ImagePipeline {
+        ImagePipeline(config: parts.config, processor: processor, vision: parts.vision, captions: parts.captions, pool: parts.pool,
+                      observer: parts.observer, matcher: matcher)
     }
 
     public func run(_ upload: ImageUpload, context: StageContext) async -> PipelineRun<Captioned<Written>> {

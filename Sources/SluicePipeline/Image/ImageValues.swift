@@ -60,6 +60,7 @@ public struct Decoded: ItemFacts {
 
     public func record(into item: inout Item, scope: RecordScope) {
         bounded.record(into: &item, scope: scope)
+        if image.pdq != nil { item.pdq = image.pdq }
         switch scope {
         case .upload:
             item.exif = image.exif
@@ -71,17 +72,42 @@ public struct Decoded: ItemFacts {
     }
 }
 
-/// SafeSearch likelihoods: fresh from the provider, or as stored when classification does not run again.
-public struct Classified: ItemFacts {
+/// The banks consulted: the PDQ hash's verdict (nil when no matcher runs: the caption API, `--stages` without
+/// `match` in reprocessing keeps the stored match).
+public struct Matched: ItemFacts {
     public var decoded: Decoded
+    public var verdict: BankVerdict?
+    public var upload: ImageUpload { decoded.upload }
+
+    public var match: BankMatch? {
+        switch verdict {
+        case let .act(match)?: match
+        case let .classify(match)?: match
+        case .reuse?, nil: nil
+        }
+    }
+
+    public func record(into item: inout Item, scope: RecordScope) {
+        decoded.record(into: &item, scope: scope)
+        guard let verdict else { return }
+        item.match = match
+        if case let .reuse(_, _, reused) = verdict { item.reused = reused } else { item.reused = nil }
+    }
+}
+
+/// SafeSearch likelihoods: fresh from the provider (or taken over from a near-identical approved image), or as
+/// stored when classification does not run again.
+public struct Classified: ItemFacts {
+    public var matched: Matched
     public var safeSearch: SafeSearch?
     public var provider: String?
     /// False when the stored classification was passed on (the stage did not run).
     public var fresh: Bool
+    public var decoded: Decoded { matched.decoded }
     public var upload: ImageUpload { decoded.upload }
 
     public func record(into item: inout Item, scope: RecordScope) {
-        decoded.record(into: &item, scope: scope)
+        matched.record(into: &item, scope: scope)
         guard fresh, let safeSearch else { return }
         item.safeSearch = safeSearch
         item.provider = provider
