@@ -70,6 +70,8 @@ public struct UploadProcessor: Sendable {
         try move.prepare()
         try await store.recordVerdict(move.item, stage: run.decidedBy)
         try move.finish()
+        // With banks.autoAddBlocked, a blocked image's hash joins the bank of removed images.
+        if item.status == .blocked { await pipeline.matcher?.imageBlocked(move.item) }
         // A share of the machine's approvals goes to a person (the console's audit queue).
         if item.status == .approved, item.decision == nil, sampler.picks(image.itemID, contentHash: hash) {
             try await store.addAuditSample(image.itemID, at: Date())

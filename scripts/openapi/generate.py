@@ -81,6 +81,17 @@ paths["/v1/reports/{reportId}/resolve"] = {"post": op("resolveReport", "Resolve 
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {
         "status": {"type": "string", "enum": ["resolved", "dismissed"]}, "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
     ok={"200": dict(description="The report as resolved.", **json_body(ref("Report")))}, errors=(400, 401, 403, 404, 405))}
+paths["/v1/banks"] = {"get": op("banks", "PDQ hash banks with their action, threshold and size (app token).", [USER_HEADER],
+    ok={"200": dict(description="The banks.", **json_body({"type": "object", "required": ["banks"], "properties": {
+        "banks": {"type": "array", "items": ref("Bank")}}}))}, errors=(401, 403, 405))}
+paths["/v1/banks/{name}/hashes"] = {"post": op("addBankHashes", "Add PDQ hashes to a bank made with `sluice banks add` (app token).",
+    [path_param("name", "^[a-z0-9_-]{1,64}$", "The bank's name."), USER_HEADER],
+    {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["hashes"], "properties": {
+        "hashes": {"type": "array", "minItems": 1, "maxItems": 100000, "items": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}},
+        "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
+    ok={"200": dict(description="How many were new.", **json_body({"type": "object", "required": ["bank", "added", "existing"], "properties": {
+        "bank": {"type": "string"}, "added": {"type": "integer", "minimum": 0}, "existing": {"type": "integer", "minimum": 0}}}))},
+    errors=(400, 401, 403, 404, 405, 413))}
 other_id = path_param("otherId", ID, "The other user's id.")
 user_id = path_param("userId", ID, "The user's id.")
 PAIR_STATE = json_body({"type": "object", "required": ["userId", "otherId"], "properties": {
@@ -262,7 +273,15 @@ schemas["Item"] = {"type": "object", "required": ["id", "kind", "userId", "statu
     "status": {"type": "string", "enum": ["pending", "approved", "review", "blocked", "rejected"]},
     "imageStatus": {"type": "string", "enum": ["approved", "pending", "blocked"], "description": "approved; pending (pending and review); blocked (blocked and rejected)."},
     "reason": {"type": "string"}, "caption": {"type": "string"}, "priority": ref("Priority"), "text": ref("TextVerdict"),
+    "pdq": {"type": "object", "required": ["hash", "quality"], "description": "Images: the PDQ perceptual hash of the decoded image.", "properties": {
+        "hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "quality": {"type": "integer", "minimum": 0, "maximum": 100}}},
+    "match": {"type": "object", "required": ["bank", "distance", "hash", "action", "acted"], "description": "Images: the hash bank the image matched.", "properties": {
+        "bank": {"type": "string"}, "distance": {"type": "integer", "minimum": 0, "maximum": 256}, "hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "action": {"type": "string", "enum": ["block", "review", "allow"]}, "acted": {"type": "boolean"}}},
     "createdAt": {"type": "string", "format": "date-time"}, "updatedAt": {"type": "string", "format": "date-time"}}}
+schemas["Bank"] = {"type": "object", "required": ["name", "action", "threshold", "enabled", "size"], "properties": {
+    "name": {"type": "string"}, "action": {"type": "string", "enum": ["block", "review", "allow"]}, "threshold": {"type": "integer", "minimum": 0},
+    "enabled": {"type": "boolean"}, "size": {"type": "integer", "minimum": 0}}}
 schemas["Erased"] = {"type": "object", "required": ["erased", "files"], "properties": {"erased": {"type": "array", "items": {"type": "string"}}, "files": {"type": "integer", "minimum": 0}}}
 schemas["UploadResult"] = {"type": "object", "required": ["id", "userId", "imageId", "status", "imageStatus"], "properties": {
     "id": {"type": "string"}, "userId": {"type": "string"}, "imageId": {"type": "string"}, "status": {"const": "pending"}, "imageStatus": {"const": "pending"}}}

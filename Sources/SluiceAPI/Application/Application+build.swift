@@ -34,6 +34,7 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
         CallableRoutes(services: services, limits: limits, health: health, now: now).collection(),
         CaptionRoutes(services: services, limits: limits, now: now).collection(),
         ReportRoutes(services: services, now: now).collection(),
+        BankRoutes(services: services).collection(),
         RelationRoutes(services: services, now: now).collection(),
     ]
 }

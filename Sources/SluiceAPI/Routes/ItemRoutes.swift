@@ -176,9 +176,9 @@ struct ItemRoutes {
     }
 
     /// Erasure is for backends (app tokens); it is recorded as done by `app` (acting for a user when one is named).
-    static func backend(_ context: APIContext) throws -> String {
+    static func backend(_ context: APIContext, for what: String = "erase items") throws -> String {
         guard case let .app(actingFor) = context.principal else {
-            throw APIError(.permissionDenied, "only a backend (app token) may erase items")
+            throw APIError(.permissionDenied, "only a backend (app token) may \(what)")
         }
         return actingFor.map { "app for \($0)" } ?? "app"
     }
@@ -206,8 +206,19 @@ struct ItemResponse: Encodable {
     var caption: String?
     var priority: PriorityVerdict?
     var text: TextVerdict?
+    /// Images: the PDQ hash {hash, quality} and a bank match {bank, distance, hash, action, acted}.
+    var pdq: PDQFingerprint?
+    var match: MatchResponse?
     var createdAt: Date
     var updatedAt: Date
+
+    struct MatchResponse: Encodable {
+        var bank: String
+        var distance: Int
+        var hash: String
+        var action: String
+        var acted: Bool
+    }
 
     /// An upload the daemon has not picked up yet.
     init(pendingUpload image: ImageRef, at date: Date) {
@@ -234,6 +245,8 @@ struct ItemResponse: Encodable {
         caption = item.caption?.caption?.caption
         priority = item.priority
         text = item.textVerdict
+        pdq = item.pdq
+        match = item.match.map { MatchResponse(bank: $0.bank, distance: $0.distance, hash: $0.hash.hex, action: $0.action.rawValue, acted: $0.acted) }
         createdAt = item.createdAt
         updatedAt = item.updatedAt
     }

@@ -59,6 +59,7 @@ public struct HumanDecisions: Sendable {
         try move.prepare()
         try await store.recordDecision(move.item, from: item.status)
         try? move.finish()
+        if move.item.status == .blocked { await images.matcher?.imageBlocked(move.item) }
         return move.item
     }
 }

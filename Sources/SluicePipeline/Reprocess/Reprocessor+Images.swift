@@ -34,6 +34,7 @@ extension Reprocessor {
                             let changes = result.updated.map { [ReprocessChange(item: $0, from: item.status, stage: result.stageLabel, why: result.why)] } ?? []
                             try await store.commitReprocess(runKey: options.runKey, changes: changes, done: [item.id])
                             try? result.move?.finish()
+                            if let updated = result.updated, updated.status == .blocked { await images.matcher?.imageBlocked(updated) }
                         } catch {
                             result.failure = "\(item.id): not recorded: \(error)"
                         }
@@ -66,9 +67,10 @@ extension Reprocessor {
             return result
         }
         let classify = options.stages.contains("classify")
+        let match = options.stages.contains("match")
         let caption = options.stages.contains("caption") && (classify || item.status == .approved)
-        guard classify || caption else { return result }
-        let label = classify ? "classify" : "caption"
+        guard classify || caption || match else { return result }
+        let label = classify ? "classify" : match ? "match" : "caption"
         let layout = images.layout
         let source = item.status == .approved ? item.outputs.approved.map(layout.absolute) : item.original.map(layout.absolute)
         guard let source, let bytes = try? FileOps.readRegularFile(source, limit: maxBytes) else {
@@ -85,6 +87,17 @@ extension Reprocessor {
             return result
         }
         var changedStages: [String] = []
+        // The banks as they are now (a list imported today finds old uploads); hashes missing from items judged
+        // before Sluice hashed images are filled in.
+        if match {
+            let decidedByMatch = run.decidedBy == "match"
+            if updated.match != item.match || updated.pdq != item.pdq || (decidedByMatch && updated.status != item.status) {
+                changedStages.append("match")
+                result.stages["match"] = .changed
+            } else {
+                result.stages["match"] = .unchanged
+            }
+        }
         if classify {
             if updated.status != item.status || updated.safeSearch != item.safeSearch || updated.reason != item.reason {
                 changedStages.append("classify")

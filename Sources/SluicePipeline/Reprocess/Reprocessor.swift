@@ -11,7 +11,7 @@ import Synchronization
 /// are kept (counted as `kept (human decision)`) unless `includeHumanDecisions`, and then a disagreeing machine
 /// verdict sends them to review.
 public struct Reprocessor: Sendable {
-    public static let allStages = ["classify", "caption", "text", "priority"]
+    public static let allStages = ["match", "classify", "caption", "text", "priority"]
 
     public struct Options: Sendable, Equatable {
         public var filter: ItemFilter
