@@ -24,7 +24,7 @@ public enum BankHashList {
         var bad: [(line: Int, text: String)] = []
         var badCount = 0
         var lineNumber = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
             let line = raw.trimmingCharacters(in: .whitespaces, carriageReturn: true)
             if line.isEmpty || line.hasPrefix("#") { continue }
