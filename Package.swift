@@ -31,7 +31,7 @@ let package = Package(
                        providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CExif", path: "Sources/CExif", pkgConfig: "libexif",
                        providers: [.apt(["libexif-dev"])]),
-        .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim"),
+        .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim", linkerSettings: [.linkedLibrary("z")]),
 
         .target(name: "SluiceCore", dependencies: [
             .product(name: "Logging", package: "swift-log"),
@@ -97,7 +97,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
-        .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceTesting"],
+        .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceImaging", "SluicePipeline", "SluiceTesting"],
                           path: "Benchmarks/sluice-bench"),
 
         // Test support: fake provider servers on loopback, config and fixture helpers.

@@ -35,6 +35,10 @@ enum SluiceBench {
             try await ProviderBench.run()
             return
         }
+        if CommandLine.arguments.contains("--pdq") {
+            try await PDQBench.run()
+            return
+        }
         if CommandLine.arguments.contains("--rules") {
             try await RulesBench.run()
             return

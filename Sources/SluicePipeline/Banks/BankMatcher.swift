@@ -34,6 +34,7 @@ public actor BankMatcher {
     private var lastSeq: Int64 = 0
     private var checkedAt: ContinuousClock.Instant?
     private var stale = true
+    private var refreshing: Task<Void, Never>?
 
     private var approved = PDQIndex()
     private var approvedIDs: [ItemID] = []
@@ -187,10 +188,22 @@ public actor BankMatcher {
 
     // MARK: - Refresh
 
+    /// Re-reads the banks when due. Matches wait for a refresh in flight (the first one above all: nothing is
+    /// matched against banks not yet loaded).
     private func refreshIfDue() async {
-        let now = ContinuousClock.now
-        if !stale, let checkedAt, now - checkedAt < .milliseconds(config.refreshMilliseconds) { return }
-        checkedAt = now
+        if let refreshing {
+            await refreshing.value
+            return
+        }
+        if !stale, let checkedAt, ContinuousClock.now - checkedAt < .milliseconds(config.refreshMilliseconds) { return }
+        let task = Task { await self.refresh() }
+        refreshing = task
+        await task.value
+        refreshing = nil
+    }
+
+    private func refresh() async {
+        checkedAt = ContinuousClock.now
         stale = false
         do {
             let state = try await store.bankState()

@@ -60,13 +60,15 @@ public struct Decoded: ItemFacts {
 
     public func record(into item: inout Item, scope: RecordScope) {
         bounded.record(into: &item, scope: scope)
-        if image.pdq != nil { item.pdq = image.pdq }
         switch scope {
         case .upload:
+            item.pdq = image.pdq
             item.exif = image.exif
             item.width = image.width
             item.height = image.height
         case .rejudge:
+            // The upload's own hash stays; a stored output's (re-encoded) hash only fills a missing one.
+            if item.pdq == nil { item.pdq = image.pdq }
             if item.exif == nil { item.exif = image.exif }
         }
     }
