@@ -64,7 +64,8 @@ enum PDQBench {
         var expectedNear = 0
         for q in 0..<queries {
             if q % 2 == 0 {
-                var bits = (0..<256).map { hashes[Int(generator.next() % UInt64(entries))].bit($0) }
+                let base = hashes[Int(generator.next() % UInt64(entries))]
+                var bits = (0..<256).map { base.bit($0) }
                 for _ in 0..<Int(generator.next() % 16) { let k = Int(generator.next() % 256); bits[k].toggle() }
                 probes.append(PDQHash(bits: bits))
                 expectedNear += 1

@@ -68,7 +68,9 @@ public struct UploadProcessor: Sendable {
         item.timings = ImagePipeline.timings(of: run)
         let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:))))
         try move.prepare()
-        try await store.recordVerdict(move.item, stage: run.decidedBy)
+        // A bank match that decided names the bank's hash in the verdict event.
+        let detail = item.match.flatMap { $0.acted && $0.action != .allow ? "\($0.reason), bank hash \($0.hash.hex)" : nil }
+        try await store.recordVerdict(move.item, stage: run.decidedBy, detail: detail)
         try move.finish()
         // With banks.autoAddBlocked, a blocked image's hash joins the bank of removed images.
         if item.status == .blocked { await pipeline.matcher?.imageBlocked(move.item) }

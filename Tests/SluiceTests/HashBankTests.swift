@@ -73,7 +73,7 @@ import Testing
         #expect(match.bank == "removed" && match.hash == blockedHash && match.acted && match.distance <= 31 && match.distance > 0)
         #expect(item.pdq?.quality ?? 0 >= 50 && item.safeSearch == nil)
         let verdict = try #require(try await store.events(of: "bob/holiday").last { $0.toStatus == .blocked })
-        #expect(verdict.stage == "match")
+        #expect(verdict.stage == "match" && verdict.detail == "\(item.reason ?? ""), bank hash \(blockedHash.hex)")
         #expect(root.exists("quarantine/bob/holiday.jpg") && !root.exists("approved/bob/holiday.jpg"))
         // The same bytes again under a third user, and the copy's hash joined the bank too (it was blocked).
         #expect(try await store.banks().first?.size == 2)

@@ -1,6 +1,7 @@
 import Foundation
 import SluiceCore
 import SluiceImaging
+import SluicePipeline
 import SluiceTesting
 import Testing
 
@@ -121,6 +122,37 @@ import Testing
         }
         let sorted = distances.sorted()
         #expect(sorted[sorted.count / 2] > 90, "unrelated images: median \(sorted[sorted.count / 2]) bits apart")
+    }
+
+    /// The bank index finds exactly what a linear scan finds, for every threshold (radius 0, 1, 2 and the linear
+    /// fallback), with hashes appended after the build.
+    @Test func bankIndexFindsExactlyWhatALinearScanFinds() {
+        var state: UInt64 = 7
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state ^ (state >> 29)
+        }
+        var hashes = (0..<20_000).map { _ in PDQHash(words: (next(), next(), next(), next())) }
+        var index = PDQIndex(hashes)
+        for _ in 0..<5_000 {
+            let hash = PDQHash(words: (next(), next(), next(), next()))
+            hashes.append(hash)
+            index.append(hash)
+        }
+        for q in 0..<300 {
+            var bits = (0..<256).map { hashes[(q * 83) % hashes.count].bit($0) }
+            for _ in 0..<(q % 50) { bits[Int(next() % 256)].toggle() }
+            let query = q % 3 == 0 ? PDQHash(words: (next(), next(), next(), next())) : PDQHash(bits: bits)
+            for threshold in [0, 15, 31, 47, 60] {
+                var found = Set<Int>()
+                index.search(query, within: threshold) { entry, distance in
+                    #expect(distance == hashes[entry].distance(to: query))
+                    found.insert(entry)
+                }
+                let expected = Set(hashes.indices.filter { hashes[$0].distance(to: query) <= threshold })
+                #expect(found == expected, "query \(q) threshold \(threshold)")
+            }
+        }
     }
 
     @Test func hexRoundTripsInTheReferenceLayout() throws {

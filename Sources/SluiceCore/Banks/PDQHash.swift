@@ -1,7 +1,7 @@
 /// A 256-bit PDQ perceptual hash (facebook/ThreatExchange `pdq/`): bit `i*16+j` is set when DCT coefficient
 /// (i, j) is above the median. Written as 64 hex characters, most significant word first, exactly as the
 /// reference implementation prints it, so hashes exchange with ThreatExchange and HMA lists unchanged.
-public struct PDQHash: Sendable, Hashable, Codable, CustomStringConvertible {
+public struct PDQHash: Sendable, Hashable, Codable, CustomStringConvertible, BitwiseCopyable {
     /// Bits 0…63, 64…127, 128…191, 192…255.
     public var words: (UInt64, UInt64, UInt64, UInt64)
 
@@ -63,6 +63,19 @@ public struct PDQHash: Sendable, Hashable, Codable, CustomStringConvertible {
     public func distance(to other: PDQHash) -> Int {
         (words.0 ^ other.words.0).nonzeroBitCount + (words.1 ^ other.words.1).nonzeroBitCount
             + (words.2 ^ other.words.2).nonzeroBitCount + (words.3 ^ other.words.3).nonzeroBitCount
+    }
+
+    /// The distance when it is at most `limit`, else a value over `limit`; stops after the first 64-bit word
+    /// that takes it over (most candidates of a search are far, so most stop after one or two words).
+    @inline(__always)
+    public func distance(to other: PDQHash, atMost limit: Int) -> Int {
+        var d = (words.0 ^ other.words.0).nonzeroBitCount
+        if d > limit { return d }
+        d += (words.1 ^ other.words.1).nonzeroBitCount
+        if d > limit { return d }
+        d += (words.2 ^ other.words.2).nonzeroBitCount
+        if d > limit { return d }
+        return d + (words.3 ^ other.words.3).nonzeroBitCount
     }
 
     /// The 16-bit chunk `index` (0…15), as multi-index hashing splits a hash.

@@ -134,6 +134,7 @@ extension Reprocessor {
         result.why = updated.status != item.status
             ? "\(item.status.rawValue) → \(updated.status.rawValue): \(updated.reason ?? "approved by the current policy")"
             : "verdict details changed (\(result.stageLabel))"
+        if run.decidedBy == "match", let match = updated.match, match.acted { result.why += ", bank hash \(match.hash.hex)" }
         return result
     }
 }
