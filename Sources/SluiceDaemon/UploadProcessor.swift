@@ -68,8 +68,11 @@ public struct UploadProcessor: Sendable {
         item.timings = ImagePipeline.timings(of: run)
         let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:))))
         try move.prepare()
-        // A bank match that decided names the bank's hash in the verdict event.
-        let detail = item.match.flatMap { $0.acted && $0.action != .allow ? "\($0.reason), bank hash \($0.hash.hex)" : nil }
+        // A bank match that decided names the bank's hash in the verdict event; a reused classification its item.
+        var detail = item.match.flatMap { $0.acted && $0.action != .allow ? "\($0.reason), bank hash \($0.hash.hex)" : nil }
+        if let reused = item.reused {
+            detail = [item.reason, "classification reused from \(reused.item) (distance \(reused.distance))"].compactMap { $0 }.joined(separator: "; ")
+        }
         try await store.recordVerdict(move.item, stage: run.decidedBy, detail: detail)
         try move.finish()
         // With banks.autoAddBlocked, a blocked image's hash joins the bank of removed images.

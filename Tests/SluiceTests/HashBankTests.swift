@@ -173,6 +173,8 @@ import Testing
         #expect(reused.status == .approved && reused.safeSearch == cleanResult)
         #expect(["a/cat", "b/cat"].contains(reused.reused?.item ?? "") && (reused.reused?.distance ?? 99) <= 10)
         #expect(root.exists("approved/c/cat.jpg"))
+        let event = try #require(try await store.events(of: "c/cat").last { $0.type == "verdict" })
+        #expect(event.detail == "classification reused from \(reused.reused?.item ?? "") (distance \(reused.reused?.distance ?? -1))")
     }
 
     /// A list imported today finds old uploads: `sluice reprocess --stages match` blocks the approved image whose

@@ -83,7 +83,7 @@ paths["/v1/reports/{reportId}/resolve"] = {"post": op("resolveReport", "Resolve 
     ok={"200": dict(description="The report as resolved.", **json_body(ref("Report")))}, errors=(400, 401, 403, 404, 405))}
 paths["/v1/banks"] = {"get": op("banks", "PDQ hash banks with their action, threshold and size (app token).", [USER_HEADER],
     ok={"200": dict(description="The banks.", **json_body({"type": "object", "required": ["banks"], "properties": {
-        "banks": {"type": "array", "items": ref("Bank")}}}))}, errors=(401, 403, 405))}
+        "banks": {"type": "array", "items": ref("Bank")}}}))}, errors=(400, 401, 403, 405))}
 paths["/v1/banks/{name}/hashes"] = {"post": op("addBankHashes", "Add PDQ hashes to a bank made with `sluice banks add` (app token).",
     [path_param("name", "^[a-z0-9_-]{1,64}$", "The bank's name."), USER_HEADER],
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["hashes"], "properties": {
