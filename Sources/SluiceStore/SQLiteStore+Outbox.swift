@@ -16,8 +16,14 @@ extension SQLiteStore {
                 try db.execute(sql: """
                     INSERT INTO erasure (itemId, kind, userId, contentHash, erasedBy, reason, erasedAt) VALUES (?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [item.id.rawValue, item.kind.rawValue, item.userId, item.contentHash, by, reason, date])
-                // The history goes with the row (event.itemId cascades).
+                // The history goes with the row (event.itemId cascades). A hash the item gave a bank stays there (it
+                // keeps removed content out) but no longer names the item; an item that reused its classification
+                // no longer names it either.
                 try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [item.id.rawValue])
+                try db.execute(sql: "UPDATE bankHash SET itemId = NULL, note = 'from an erased item' WHERE itemId = ?", arguments: [item.id.rawValue])
+                try db.execute(sql: """
+                    UPDATE item SET reusedFrom = json_set(reusedFrom, '$.item', 'erased') WHERE json_extract(reusedFrom, '$.item') = ?
+                    """, arguments: [item.id.rawValue])
             }
             return erased
         }

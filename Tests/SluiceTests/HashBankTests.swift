@@ -75,8 +75,14 @@ import Testing
         let verdict = try #require(try await store.events(of: "bob/holiday").last { $0.toStatus == .blocked })
         #expect(verdict.stage == "match" && verdict.detail == "\(item.reason ?? ""), bank hash \(blockedHash.hex)")
         #expect(root.exists("quarantine/bob/holiday.jpg") && !root.exists("approved/bob/holiday.jpg"))
-        // The same bytes again under a third user, and the copy's hash joined the bank too (it was blocked).
+        // The copy's hash joined the bank too (it was blocked).
         #expect(try await store.banks().first?.size == 2)
+
+        // Erasing alice keeps her removed image's hash in the bank (it keeps the content out) without her item id.
+        _ = try await services.erasure.eraseUser("alice", by: "ops", reason: "request", at: Date())
+        let entries = try await store.bankEntries(bank: "removed", after: 0, limit: 10)
+        #expect(entries.count == 2 && entries.allSatisfy { $0.itemId != "alice/beach" })
+        #expect(entries.contains { $0.hash == blockedHash && $0.itemId == nil && $0.note == "from an erased item" })
     }
 
     /// An allow bank overrides block matches (the image is classified as usual); a hash under quality 50 never
@@ -174,6 +180,11 @@ import Testing
         #expect(["a/cat", "b/cat"].contains(reused.reused?.item ?? "") && (reused.reused?.distance ?? 99) <= 10)
         #expect(root.exists("approved/c/cat.jpg"))
         let event = try #require(try await store.events(of: "c/cat").last { $0.type == "verdict" })
+        if let from = reused.reused?.item {
+            _ = try await Services.live(config: root.config(endpoint: clean.endpoint), environment: [:], logger: quietLogger).erasure
+                .eraseUser(String(from.prefix { $0 != "/" }), by: "ops", reason: "request", at: Date())
+            #expect(try await store.item("c/cat")?.reused?.item == "erased")
+        }
         #expect(event.detail == "classification reused from \(reused.reused?.item ?? "") (distance \(reused.reused?.distance ?? -1))")
     }
 
