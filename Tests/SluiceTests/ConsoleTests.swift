@@ -241,6 +241,7 @@ import Testing
             try await client.execute(uri: "/console/items/u2/c", method: .get, headers: adam.headers()) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.cacheControl] == "no-store")
+                #expect(String(buffer: response.body).contains("<th>PDQ hash</th>"), "the item page shows the image's PDQ hash")
             }
             // Undo: a reviewer reverses their own decision (the approved item goes back to review, outputs withdrawn).
             try await client.execute(uri: "/console/undo/u1/a", method: .post, headers: rita.headers(Self.formType),

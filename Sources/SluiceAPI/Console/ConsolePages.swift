@@ -350,6 +350,12 @@ struct ItemPage {
         if let priority = item.priority { fields.append(Field(name: "priority", value: "\(priority.priority) (\(priority.urgencyScore)): \(priority.reason)")) }
         if let caption = item.caption?.caption?.caption { fields.append(Field(name: "caption", value: caption)) }
         if let hash = item.contentHash { fields.append(Field(name: "content hash", value: hash)) }
+        if let pdq = item.pdq { fields.append(Field(name: "PDQ hash", value: "\(pdq.hash.hex) (quality \(pdq.quality))")) }
+        if let match = item.match {
+            fields.append(Field(name: "bank match", value: "\(match.bank) (\(match.action.rawValue)), distance \(match.distance), bank hash \(match.hash.hex)"
+                                + (match.acted ? "" : ", did not act") + (match.note.map { ": \($0)" } ?? "")))
+        }
+        if let reused = item.reused { fields.append(Field(name: "classification", value: "reused from \(reused.item) (distance \(reused.distance))")) }
         self.fields = fields
         self.events = events.map { event in
             EventView(at: event.at.formatted(.iso8601), type: event.type, from: event.fromStatus?.rawValue ?? "", to: event.toStatus?.rawValue ?? "",
