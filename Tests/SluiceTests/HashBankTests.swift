@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -227,6 +230,49 @@ import Testing
         #expect(explain.stdout.contains("recorded match: bank today, distance") && explain.stdout.contains(hash), "\(explain.stdout)")
         let export = try await shell(sluice, ["banks", "export", "today", "--config", config.path])
         #expect(export.stdout == "\(hash)\n")
+    }
+
+    /// A running daemon (another process) sees a bank made and filled by the CLI within `banks.refreshMilliseconds`:
+    /// the upload that arrives afterwards is blocked with no provider call.
+    @Test func aRunningDaemonSeesBanksChangedByTheCLI() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let config = try root.writeConfigFile(endpoint: clean.endpoint, extra: #""daemon": {"rescanSeconds": 600}, "banks": {"refreshMilliseconds": 200}"#)
+        let sluice = TestEnvironment.sluiceBinary
+        let storePath = root.url.appendingPathComponent("sluice.sqlite")
+        let daemon = Process()
+        daemon.executableURL = sluice
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        let coins = TestEnvironment.fixture("images/photos/coins.png")
+        try root.drop(coins, user: "early", name: "coins.png")
+        var status: ItemStatus?
+        for _ in 0..<200 where status != .approved {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            status = try? await SQLiteStore(path: storePath).item("early/coins")?.status
+        }
+        #expect(status == .approved, "before the bank exists the provider decides")
+
+        let pdq = try await shell(sluice, ["pdq", coins.path, "--config", config.path])
+        let hash = try #require(pdq.stdout.split(separator: " ").first.map(String.init))
+        #expect(try await shell(sluice, ["banks", "add", "known", "--action", "block", "--config", config.path]).status == 0)
+        let list = root.url.appendingPathComponent("known.txt")
+        try Data("\(hash)\n".utf8).write(to: list)
+        #expect(try await shell(sluice, ["banks", "import", "known", list.path, "--config", config.path]).status == 0)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        try root.drop(coins, user: "late", name: "coins.png")
+        status = nil
+        for _ in 0..<200 where status != .blocked {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            status = try? await SQLiteStore(path: storePath).item("late/coins")?.status
+        }
+        #expect(status == .blocked)
+        #expect(clean.received.count == 1, "only the upload before the bank was classified")
+        kill(daemon.processIdentifier, SIGTERM)
+        #expect(await waitForExit(daemon, seconds: 60))
+        #expect(daemon.terminationStatus == 0)
     }
 
     /// Bad input is named: a list with a line that is not a hash imports nothing and names the line; a bad bank
