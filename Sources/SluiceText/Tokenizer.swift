@@ -150,8 +150,14 @@ enum Tokenizer {
                     end += 1
                     continue
                 } else if unit.kind == .symbol {
-                    // A symbol continues the word only when a letter or digit comes right after it.
-                    guard end + 1 < count, isWordPart(end + 1) else { break }
+                    // A symbol continues the word only when a letter or digit comes right after it, or when it starts
+                    // a run of up to three leet symbols inside the word ("a$$hole", "pu$$y").
+                    if !(end + 1 < count && isWordPart(end + 1)) {
+                        guard charCount > charStart, isLeetSymbol(end) else { break }
+                        var runEnd = end + 1
+                        while runEnd < count, runEnd - end < 3, isLeetSymbol(runEnd) { runEnd += 1 }
+                        guard runEnd < count, isWordPart(runEnd) else { break }
+                    }
                     hasOther = true
                 } else if unit.kind == .digit {
                     hasOther = true
