@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import SluiceCore
 import SluiceDaemon
 import SluiceServices
 
@@ -34,7 +35,7 @@ struct RunCommand: AsyncParsableCommand {
         let daemon = services.daemon(mode: once ? .once : .watch)
         var members: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
-            .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: "daemon", logger: logger)),
+            .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: MetricsSnapshot.source(process: "daemon"), logger: logger)),
         ]
         // Webhooks are sent by the daemon: in watch mode continuously, with --once one pass after the uploads.
         if let webhooks = services.webhookDispatcher() {

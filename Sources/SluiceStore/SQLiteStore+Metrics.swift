@@ -7,6 +7,8 @@ extension SQLiteStore {
         try await write("publish \(source) metrics") { db in
             try db.execute(sql: "INSERT OR REPLACE INTO metricsSnapshot (source, body, updatedAt) VALUES (?, ?, ?)",
                            arguments: [source, body, date])
+            // Instances that stopped publishing a week ago (each daemon start is a new instance) are forgotten.
+            try db.execute(sql: "DELETE FROM metricsSnapshot WHERE updatedAt < ?", arguments: [date.addingTimeInterval(-7 * 86_400)])
         }
     }
 

@@ -218,13 +218,34 @@ import Testing
                 #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
                 let text = String(buffer: response.body)
                 #expect(text.contains(#"sluice_items{kind="image",status="approved"} 1"#))
-                #expect(text.contains(#"sluice_stage_duration_seconds_count{process="daemon",stage="decode"} 1"#))
-                #expect(text.contains(#"sluice_stage_duration_seconds_bucket{process="daemon",stage="classify",le="+Inf"} 1"#))
-                #expect(text.contains(#"sluice_provider_calls_total{process="daemon",provider="google-vision",outcome="success"} 1"#))
+                // Each daemon publishes as its own instance (host:pid), so several daemons never overwrite each other.
+                #expect(text.contains(#/sluice_stage_duration_seconds_count\{process="daemon",instance="[^"]+:[0-9]+",stage="decode"\} 1/#))
+                #expect(text.contains(#/sluice_stage_duration_seconds_bucket\{process="daemon",instance="[^"]+",stage="classify",le="\+Inf"\} 1/#))
+                #expect(text.contains(#/sluice_provider_calls_total\{process="daemon",instance="[^"]+",provider="google-vision",outcome="success"\} 1/#))
                 #expect(text.contains(#"sluice_http_requests_total{process="serve",route="/healthz",method="GET",status="200"} 1"#))
                 // One TYPE line per family, as Prometheus requires.
                 let types = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
                 #expect(Set(types).count == types.count)
+            }
+        }
+        // Two more daemon instances (another host) and one that stopped two days ago: every fresh instance is served
+        // with its own label, the stale one is left out, and health reports a provider's circuit as the worst of the
+        // daemon instances'.
+        let circuit = "# TYPE sluice_provider_circuit_state gauge\nsluice_provider_circuit_state{provider=\"google-vision\"} "
+        try await services.store.publishMetrics(source: "daemon@other-host:11", body: circuit + "2\n", at: Date())
+        try await services.store.publishMetrics(source: "daemon@other-host:12", body: circuit + "0\n", at: Date())
+        try await services.store.publishMetrics(source: "daemon@old-host:9", body: circuit + "1\n", at: Date().addingTimeInterval(-2 * 86_400))
+        try await Self.application(services).test(.router) { client in
+            try await client.execute(uri: "/metrics", method: .get, headers: Self.app) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains(#"sluice_provider_circuit_state{process="daemon",instance="other-host:11",provider="google-vision"} 2"#))
+                #expect(text.contains(#"sluice_provider_circuit_state{process="daemon",instance="other-host:12",provider="google-vision"} 0"#))
+                #expect(!text.contains("old-host"))
+                #expect(text.contains(#"sluice_metrics_snapshot_age_seconds{process="daemon",instance="other-host:11"}"#))
+            }
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                let visionEntry = (Self.object(response.body)["providers"] as? [[String: Any]])?.first { $0["role"] as? String == "vision" }
+                #expect((visionEntry?["circuit"] as? [String: String])?["daemon"] == "open")
             }
         }
         // The provider gone: health says degraded and which provider.

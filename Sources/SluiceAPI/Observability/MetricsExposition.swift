@@ -1,7 +1,8 @@
 import Foundation
 
 /// Combines Prometheus text expositions of several processes into one: each metric family appears once (one
-/// `# HELP`/`# TYPE`), with a `process` label telling the daemon's samples from the server's. The texts come
+/// `# HELP`/`# TYPE`), with a `process` label telling the daemon's samples from the server's and an `instance`
+/// label telling one daemon from another. The texts come
 /// from swift-prometheus registries; this only regroups their lines.
 enum MetricsExposition {
     struct Family {
@@ -15,13 +16,25 @@ enum MetricsExposition {
         var value: Double
     }
 
-    /// `sources`: (process label or "" for none, exposition text).
-    static func merge(_ sources: [(process: String, text: String)]) -> String {
+    /// One process's exposition and the labels its samples get (none for the store's own counts).
+    struct Source {
+        var process: String
+        var instance: String?
+        var text: String
+
+        var labels: [(String, String)] {
+            guard !process.isEmpty else { return [] }
+            return [("process", process)] + (instance.map { [("instance", $0)] } ?? [])
+        }
+    }
+
+    static func merge(_ sources: [Source]) -> String {
         var order: [String] = []
         var families: [String: Family] = [:]
-        for (process, text) in sources {
+        for source in sources {
+            let labels = source.labels
             var current: String?
-            for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            for line in source.text.split(separator: "\n", omittingEmptySubsequences: true) {
                 if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") {
                     let parts = line.split(separator: " ", maxSplits: 3)
                     guard parts.count >= 4 else { continue }
@@ -42,7 +55,7 @@ enum MetricsExposition {
                         families[family] = Family()
                         order.append(family)
                     }
-                    families[family]?.samples.append(labelled(String(line), process: process))
+                    families[family]?.samples.append(labelled(String(line), labels: labels))
                 }
             }
         }
@@ -56,16 +69,17 @@ enum MetricsExposition {
         return output
     }
 
-    /// Adds `process="…"` as the first label of a sample line.
-    static func labelled(_ line: String, process: String) -> String {
-        guard !process.isEmpty else { return line }
+    /// Adds `labels` (`process="…"`, `instance="…"`) first in a sample line's labels.
+    static func labelled(_ line: String, labels: [(String, String)]) -> String {
+        guard !labels.isEmpty else { return line }
         guard let nameEnd = line.firstIndex(where: { $0 == "{" || $0 == " " }) else { return line }
         let name = line[..<nameEnd]
+        let added = labels.map { "\($0.0)=\"\($0.1)\"" }.joined(separator: ",")
         if line[nameEnd] == "{" {
             let rest = line[line.index(after: nameEnd)...]
-            return "\(name){process=\"\(process)\"" + (rest.hasPrefix("}") ? "" : ",") + rest
+            return "\(name){\(added)" + (rest.hasPrefix("}") ? "" : ",") + rest
         }
-        return "\(name){process=\"\(process)\"}" + line[nameEnd...]
+        return "\(name){\(added)}" + line[nameEnd...]
     }
 
     /// Samples of one metric (exact name) in an exposition, with their labels.

@@ -58,18 +58,16 @@ struct HealthRoutes {
 
     /// provider → process → state, from `sluice_provider_circuit_state` in this process and the published snapshots.
     func circuitStates() async -> [String: [String: String]] {
-        var states: [String: [String: String]] = [:]
-        for (process, text) in await metrics.sources(includeStore: false) {
-            for sample in MetricsExposition.samples(named: "sluice_provider_circuit_state", in: text) {
+        // With several daemon instances, a process's state is the worst of its instances'.
+        var worst: [String: [String: Double]] = [:]
+        for source in await metrics.sources(includeStore: false) {
+            for sample in MetricsExposition.samples(named: "sluice_provider_circuit_state", in: source.text) {
                 guard let provider = sample.labels["provider"] else { continue }
-                let name = switch sample.value {
-                case 0: "closed"
-                case 1: "half-open"
-                default: "open"
-                }
-                states[provider, default: [:]][process] = name
+                worst[provider, default: [:]][source.process] = max(worst[provider]?[source.process] ?? 0, sample.value)
             }
         }
-        return states
+        return worst.mapValues { processes in
+            processes.mapValues { value in value == 0 ? "closed" : value == 1 ? "half-open" : "open" }
+        }
     }
 }

@@ -24,11 +24,16 @@ struct MetricsRoutes {
                         body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
+    /// Snapshots not refreshed for this long are a process that stopped long ago: left out.
+    static let staleAfter: TimeInterval = 86_400
+
     /// The expositions to serve: the store's counts (no process label), this server's registry, and each
-    /// published snapshot with its age.
-    func sources(includeStore: Bool) async -> [(process: String, text: String)] {
-        var sources: [(process: String, text: String)] = []
-        let snapshots = (try? await services.store.metricsSnapshots()) ?? []
+    /// published snapshot (one per daemon instance) with its age.
+    func sources(includeStore: Bool) async -> [MetricsExposition.Source] {
+        var sources: [MetricsExposition.Source] = []
+        let current = now()
+        let snapshots = ((try? await services.store.metricsSnapshots()) ?? [])
+            .filter { $0.process != "serve" && current.timeIntervalSince($0.updatedAt) <= Self.staleAfter }
         if includeStore {
             let registry = PrometheusCollectorRegistry()
             for row in (try? await services.store.countsByKindAndStatus()) ?? [] {
@@ -38,12 +43,13 @@ struct MetricsRoutes {
             for snapshot in snapshots {
                 registry.makeGauge(descriptor: .init(metricName: "sluice_metrics_snapshot_age_seconds",
                                                      helpText: "Seconds since a process last published its metrics"),
-                                   labels: [("process", snapshot.source)]).set(max(0, now().timeIntervalSince(snapshot.updatedAt)))
+                                   labels: [("process", snapshot.process), ("instance", snapshot.instance ?? "")])
+                    .set(max(0, current.timeIntervalSince(snapshot.updatedAt)))
             }
-            sources.append(("", registry.emitToString()))
+            sources.append(.init(process: "", instance: nil, text: registry.emitToString()))
         }
-        sources.append(("serve", services.metrics.emitToString()))
-        for snapshot in snapshots where snapshot.source != "serve" { sources.append((snapshot.source, snapshot.body)) }
+        sources.append(.init(process: "serve", instance: nil, text: services.metrics.emitToString()))
+        for snapshot in snapshots { sources.append(.init(process: snapshot.process, instance: snapshot.instance, text: snapshot.body)) }
         return sources
     }
 }

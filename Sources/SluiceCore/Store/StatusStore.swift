@@ -382,9 +382,19 @@ public struct RateLimitState: Sendable, Equatable, Encodable {
 /// A process's metrics in Prometheus text format, as it last published them: the daemon and the API are
 /// separate processes, and the API's `/metrics` serves both.
 public struct MetricsSnapshot: Sendable, Equatable {
+    /// `process` or `process@instance` (a daemon publishes as `daemon@host:pid`, so several never overwrite
+    /// each other).
     public var source: String
     public var body: String
     public var updatedAt: Date
+
+    public var process: String { String(source.prefix { $0 != "@" }) }
+    public var instance: String? { source.firstIndex(of: "@").map { String(source[source.index(after: $0)...]) } }
+
+    /// `process@host:pid` for this process.
+    public static func source(process: String) -> String {
+        "\(process)@\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
 
     public init(source: String, body: String, updatedAt: Date) {
         self.source = source
