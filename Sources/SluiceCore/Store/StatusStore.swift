@@ -391,9 +391,12 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var process: String { String(source.prefix { $0 != "@" }) }
     public var instance: String? { source.firstIndex(of: "@").map { String(source[source.index(after: $0)...]) } }
 
-    /// `process@host:pid` for this process.
+    /// `process@host:pid` for this process (the host from `gethostname`, never a name lookup).
     public static func source(process: String) -> String {
-        "\(process)@\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown-host"
+        return "\(process)@\(host):\(getpid())"
     }
 
     public init(source: String, body: String, updatedAt: Date) {
