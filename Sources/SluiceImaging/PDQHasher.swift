@@ -77,61 +77,60 @@ public enum PDQHasher {
     /// Half a 64th of the side, rounded up (two passes together cover a full cell).
     static func windowSize(_ side: Int) -> Int { (side + 128 - 1) / 128 }
 
-    /// A running-mean box filter along one line, the window centred, shrinking at both ends (reference `box1DFloat`).
+    /// The reference's running-mean schedule (`box1DFloat`) over `count` positions, the window centred and
+    /// shrinking at both ends: each `step(add, subtract, write, size)` adds position `add` to the running sum,
+    /// subtracts position `subtract`, then writes `sum / size` at position `write` — in the reference's order, so
+    /// every filter below gives its results bit for bit.
+    @inline(__always)
+    static func boxSchedule(count: Int, window: Int, _ step: (_ add: Int?, _ subtract: Int?, _ write: Int?, _ size: Float) -> Void) {
+        let half = (window + 2) / 2
+        var left = 0, right = 0, out = 0
+        var size: Float = 0
+        for _ in 0..<max(0, half - 1) {
+            size += 1
+            step(right, nil, nil, size)
+            right += 1
+        }
+        for _ in 0..<max(0, window - half + 1) {
+            size += 1
+            step(right, nil, out, size)
+            right += 1
+            out += 1
+        }
+        for _ in 0..<max(0, count - window) {
+            step(right, left, out, size)
+            left += 1
+            right += 1
+            out += 1
+        }
+        for _ in 0..<max(0, half - 1) {
+            size -= 1
+            step(nil, left, out, size)
+            left += 1
+            out += 1
+        }
+    }
+
+    /// The box filter along one line of `count` values `stride` apart from `start`.
     static func box(_ input: UnsafeMutableBufferPointer<Float>, _ output: UnsafeMutableBufferPointer<Float>,
                     start: Int, count: Int, stride: Int, window: Int) {
-        let half = (window + 2) / 2
-        let phase1 = half - 1
-        let phase2 = window - half + 1
-        let phase3 = count - window
-        let phase4 = half - 1
-        var left = start, right = start, out = start
         var sum: Float = 0
-        var size: Float = 0
-        for _ in 0..<max(0, phase1) {
-            sum += input[right]
-            size += 1
-            right += stride
-        }
-        for _ in 0..<max(0, phase2) {
-            sum += input[right]
-            size += 1
-            output[out] = sum / size
-            right += stride
-            out += stride
-        }
-        for _ in 0..<max(0, phase3) {
-            sum += input[right]
-            sum -= input[left]
-            output[out] = sum / size
-            left += stride
-            right += stride
-            out += stride
-        }
-        for _ in 0..<max(0, phase4) {
-            sum -= input[left]
-            size -= 1
-            output[out] = sum / size
-            left += stride
-            out += stride
+        boxSchedule(count: count, window: window) { add, subtract, write, size in
+            if let add { sum += input[start + add * stride] }
+            if let subtract { sum -= input[start + subtract * stride] }
+            if let write { output[start + write * stride] = sum / size }
         }
     }
 
     /// The same filter down every column at once, a row at a time, 8 columns per SIMD step (cache-friendly and
-    /// vectorised): per column the additions, subtractions and divisions happen in exactly the order `box` does
-    /// them, so results are identical.
+    /// vectorised).
     static func boxColumns(_ input: UnsafeMutableBufferPointer<Float>, _ output: UnsafeMutableBufferPointer<Float>,
                            width: Int, height: Int, window: Int, sums: UnsafeMutableBufferPointer<Float>) {
         guard let inBase = input.baseAddress, let outBase = output.baseAddress, let sumBase = sums.baseAddress else { return }
-        let half = (window + 2) / 2
-        let phase1 = half - 1
-        let phase2 = window - half + 1
-        let phase3 = height - window
-        let phase4 = half - 1
         for c in 0..<width { sums[c] = 0 }
         let vectorWidth = width - width % 8
-        /// One row step over every column: sums += add row, sums -= subtract row, output row = sums / size.
-        func step(add: Int?, subtract: Int?, write: Int?, size: Float) {
+        // One row step over every column: sums += add row, sums -= subtract row, output row = sums / size.
+        boxSchedule(count: height, window: window) { add, subtract, write, size in
             let divisor = SIMD8<Float>(repeating: size)
             var c = 0
             while c < vectorWidth {
@@ -151,79 +150,24 @@ public enum PDQHasher {
                 c += 1
             }
         }
-        var left = 0, right = 0, out = 0
-        var size: Float = 0
-        for _ in 0..<max(0, phase1) {
-            size += 1
-            step(add: right, subtract: nil, write: nil, size: size)
-            right += 1
-        }
-        for _ in 0..<max(0, phase2) {
-            size += 1
-            step(add: right, subtract: nil, write: out, size: size)
-            right += 1
-            out += 1
-        }
-        for _ in 0..<max(0, phase3) {
-            step(add: right, subtract: left, write: out, size: size)
-            left += 1
-            right += 1
-            out += 1
-        }
-        for _ in 0..<max(0, phase4) {
-            size -= 1
-            step(add: nil, subtract: left, write: out, size: size)
-            left += 1
-            out += 1
-        }
     }
 
-    /// The filter along 8 rows at once (rows `first…first+7`), SIMD across the rows: each row's own running sum
-    /// goes through exactly `box`'s operations, so results are identical.
+    /// The filter along 8 rows at once (rows `first…first+7`), SIMD across the rows.
     static func boxRows8(_ input: UnsafeMutableBufferPointer<Float>, _ output: UnsafeMutableBufferPointer<Float>,
                          first: Int, width: Int, window: Int) {
-        let half = (window + 2) / 2
-        let phase1 = half - 1
-        let phase2 = window - half + 1
-        let phase3 = width - window
-        let phase4 = half - 1
         @inline(__always) func column(_ j: Int) -> SIMD8<Float> {
             var v = SIMD8<Float>()
             for r in 0..<8 { v[r] = input[(first + r) * width + j] }
             return v
         }
-        @inline(__always) func write(_ j: Int, _ v: SIMD8<Float>) {
-            for r in 0..<8 { output[(first + r) * width + j] = v[r] }
-        }
-        var left = 0, right = 0, out = 0
         var sum = SIMD8<Float>()
-        var size: Float = 0
-        for _ in 0..<max(0, phase1) {
-            sum += column(right)
-            size += 1
-            right += 1
-        }
-        for _ in 0..<max(0, phase2) {
-            sum += column(right)
-            size += 1
-            write(out, sum / SIMD8(repeating: size))
-            right += 1
-            out += 1
-        }
-        for _ in 0..<max(0, phase3) {
-            sum += column(right)
-            sum -= column(left)
-            write(out, sum / SIMD8(repeating: size))
-            left += 1
-            right += 1
-            out += 1
-        }
-        for _ in 0..<max(0, phase4) {
-            sum -= column(left)
-            size -= 1
-            write(out, sum / SIMD8(repeating: size))
-            left += 1
-            out += 1
+        boxSchedule(count: width, window: window) { add, subtract, write, size in
+            if let add { sum += column(add) }
+            if let subtract { sum -= column(subtract) }
+            if let write {
+                let v = sum / SIMD8(repeating: size)
+                for r in 0..<8 { output[(first + r) * width + write] = v[r] }
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A list of PDQ hashes as operators exchange them: one 64-hex-character hash per line, or ThreatExchange/HMA
 /// CSV rows whose first field is the hash (`hash,…`; a header row naming the columns is skipped). Blank lines and
 /// `#` comments are ignored.
@@ -17,6 +19,9 @@ public enum BankHashList {
         }
     }
 
+    static let blanks = CharacterSet(charactersIn: " \t")
+    static let quotes = CharacterSet(charactersIn: "\"")
+
     /// Every hash in `text`, in order, duplicates removed; throws naming the bad lines when any line is not a hash.
     public static func parse(_ text: String) throws(Problem) -> [PDQHash] {
         var hashes: [PDQHash] = []
@@ -26,10 +31,10 @@ public enum BankHashList {
         var lineNumber = 0
         for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
-            let line = raw.trimmingCharacters(in: .whitespaces, carriageReturn: true)
+            let line = raw.trimmingCharacters(in: Self.blanks)
             if line.isEmpty || line.hasPrefix("#") { continue }
             let field = line.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first.map {
-                $0.trimmingCharacters(in: .whitespaces, carriageReturn: false).trimmingCharacters(in: "\"")
+                $0.trimmingCharacters(in: Self.blanks).trimmingCharacters(in: Self.quotes)
             } ?? ""
             guard let hash = PDQHash(hex: field) else {
                 if lineNumber == 1, line.contains(","), field.lowercased().contains("hash") || field.lowercased().contains("signal") { continue }
@@ -42,28 +47,4 @@ public enum BankHashList {
         guard badCount == 0 else { throw Problem(lines: bad, total: badCount) }
         return hashes
     }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: Set<Character>, carriageReturn: Bool) -> String {
-        var chars = set
-        if carriageReturn { chars.insert("\r") }
-        var slice = self[...]
-        while let first = slice.first, chars.contains(first) { slice = slice.dropFirst() }
-        while let last = slice.last, chars.contains(last) { slice = slice.dropLast() }
-        return String(slice)
-    }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in quote: Character) -> String {
-        var slice = self[...]
-        while slice.first == quote { slice = slice.dropFirst() }
-        while slice.last == quote { slice = slice.dropLast() }
-        return String(slice)
-    }
-}
-
-extension Set where Element == Character {
-    fileprivate static let whitespaces: Set<Character> = [" ", "\t"]
 }

@@ -37,25 +37,27 @@ public struct PDQHash: Sendable, Hashable, Codable, CustomStringConvertible, Bit
     }
 
     public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for word in [words.3, words.2, words.1, words.0] {
-            for shift in stride(from: 60, through: 0, by: -4) { out.append(digits[Int((word >> UInt64(shift)) & 0xF)]) }
-        }
-        return String(decoding: out, as: UTF8.self)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for word in [words.3, words.2, words.1, words.0] { withUnsafeBytes(of: word.bigEndian) { bytes.append(contentsOf: $0) } }
+        return ContentHash.hex(bytes)
     }
 
     public var description: String { hex }
 
-    public func bit(_ k: Int) -> Bool {
-        let word: UInt64 = switch k >> 6 {
+    /// Word 0…3 (bits 64·i …).
+    @inline(__always)
+    func word(_ i: Int) -> UInt64 {
+        switch i {
         case 0: words.0
         case 1: words.1
         case 2: words.2
         default: words.3
         }
-        return word >> UInt64(k & 63) & 1 == 1
+    }
+
+    public func bit(_ k: Int) -> Bool {
+        word(k >> 6) >> UInt64(k & 63) & 1 == 1
     }
 
     /// Hamming distance: how many of the 256 bits differ.
@@ -65,29 +67,10 @@ public struct PDQHash: Sendable, Hashable, Codable, CustomStringConvertible, Bit
             + (words.2 ^ other.words.2).nonzeroBitCount + (words.3 ^ other.words.3).nonzeroBitCount
     }
 
-    /// The distance when it is at most `limit`, else a value over `limit`; stops after the first 64-bit word
-    /// that takes it over (most candidates of a search are far, so most stop after one or two words).
-    @inline(__always)
-    public func distance(to other: PDQHash, atMost limit: Int) -> Int {
-        var d = (words.0 ^ other.words.0).nonzeroBitCount
-        if d > limit { return d }
-        d += (words.1 ^ other.words.1).nonzeroBitCount
-        if d > limit { return d }
-        d += (words.2 ^ other.words.2).nonzeroBitCount
-        if d > limit { return d }
-        return d + (words.3 ^ other.words.3).nonzeroBitCount
-    }
-
     /// The 16-bit chunk `index` (0…15), as multi-index hashing splits a hash.
     @inline(__always)
     public func chunk(_ index: Int) -> Int {
-        let word: UInt64 = switch index >> 2 {
-        case 0: words.0
-        case 1: words.1
-        case 2: words.2
-        default: words.3
-        }
-        return Int(truncatingIfNeeded: (word >> UInt64((index & 3) * 16)) & 0xFFFF)
+        Int(truncatingIfNeeded: (word(index >> 2) >> UInt64((index & 3) * 16)) & 0xFFFF)
     }
 
     public static func == (lhs: PDQHash, rhs: PDQHash) -> Bool {

@@ -14,10 +14,15 @@ public enum ContentHash {
     }
 
     private static func hex(_ digest: SHA256.Digest, bytes: Int) -> String {
+        hex(digest.prefix(bytes))
+    }
+
+    /// Bytes as lower-case hex, two characters each (also how PDQ hashes are written).
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
-        text.reserveCapacity(bytes * 2)
-        for byte in digest.prefix(bytes) {
+        text.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 0x0F)])
         }

@@ -39,10 +39,15 @@ public actor BankMatcher {
     private var approved = PDQIndex()
     private var approvedIDs: [ItemID] = []
     private var approvedSince: Date?
-    private var approvedKnown: Set<String> = []
+    private var approvedKnown: Set<ApprovedKey> = []
 
     struct BankKey: Hashable {
         var bank: String
+        var hash: PDQHash
+    }
+
+    struct ApprovedKey: Hashable {
+        var id: ItemID
         var hash: PDQHash
     }
 
@@ -75,13 +80,9 @@ public actor BankMatcher {
     public func explain(_ fingerprint: PDQFingerprint) async -> [BankMatch] {
         await refreshIfDue()
         var best: [String: BankMatch] = [:]
-        let widest = banks.map(\.threshold).max() ?? -1
-        for query in fingerprint.dihedral {
-            index.search(query, within: widest) { entry, distance in
-                let bank = banks[Int(entryBank[entry])]
-                guard distance <= bank.threshold, best[bank.name].map({ distance < $0.distance }) ?? true else { return }
-                best[bank.name] = BankMatch(bank: bank.name, distance: distance, hash: index.hashes[entry], action: bank.action, acted: false)
-            }
+        forEachMatch(of: fingerprint) { bank, entry, distance in
+            guard best[bank.name].map({ distance < $0.distance }) ?? true else { return }
+            best[bank.name] = BankMatch(bank: bank.name, distance: distance, hash: index.hashes[entry], action: bank.action, acted: false)
         }
         return best.values.sorted { ($0.distance, $0.bank) < ($1.distance, $1.bank) }
     }
@@ -110,15 +111,10 @@ public actor BankMatcher {
     /// The deciding match (allow overrides; then block before review, nearest first), and an informational one.
     private func bankMatch(_ fingerprint: PDQFingerprint) -> (acting: BankMatch?, informational: BankMatch?) {
         guard !banks.isEmpty else { return (nil, nil) }
-        let widest = banks.map(\.threshold).max() ?? -1
         var nearest: [BankAction: (entry: Int, distance: Int)] = [:]
-        for query in fingerprint.dihedral {
-            index.search(query, within: widest) { entry, distance in
-                let bank = banks[Int(entryBank[entry])]
-                guard distance <= bank.threshold else { return }
-                if let current = nearest[bank.action], current.distance <= distance { return }
-                nearest[bank.action] = (entry, distance)
-            }
+        forEachMatch(of: fingerprint) { bank, entry, distance in
+            if let current = nearest[bank.action], current.distance <= distance { return }
+            nearest[bank.action] = (entry, distance)
         }
         func match(_ action: BankAction, acted: Bool, note: String? = nil) -> BankMatch? {
             guard let found = nearest[action] else { return nil }
@@ -138,11 +134,26 @@ public actor BankMatcher {
         }
         if standings[BankKey(bank: deciding.bank, hash: deciding.hash)] == .quarantined {
             deciding.acted = false
-            deciding.note = "bank hash quarantined after a flood of matches; `sluice banks confirm \(deciding.bank) \(deciding.hash.hex)` lets it act again"
+            deciding.note = "bank hash quarantined after a flood of matches; `\(Self.confirmCommand(deciding))` lets it act again"
             return (nil, deciding)
         }
         return (deciding, nil)
     }
+
+    /// Calls `body(bank, entry, distance)` for every index entry within its bank's threshold of any of the
+    /// fingerprint's dihedral hashes (an entry may come more than once).
+    private func forEachMatch(of fingerprint: PDQFingerprint, _ body: (HashBank, Int, Int) -> Void) {
+        let widest = banks.map(\.threshold).max() ?? -1
+        for query in fingerprint.dihedral {
+            index.search(query, within: widest) { entry, distance in
+                let bank = banks[Int(entryBank[entry])]
+                if distance <= bank.threshold { body(bank, entry, distance) }
+            }
+        }
+    }
+
+    /// How a person lets a quarantined bank hash act again.
+    private static func confirmCommand(_ match: BankMatch) -> String { "sluice banks confirm \(match.bank) \(match.hash.hex)" }
 
     /// Counts an acting match; when its bank hash now matches more than `banks.flood.maxMatches` uploads within
     /// the window (and no person confirmed it), quarantines it, alerts, and says why it did not act.
@@ -164,14 +175,14 @@ public actor BankMatcher {
             quarantines.increment()
             logger.critical("bank hash quarantined: it stops acting until a person confirms it",
                             metadata: ["bank": "\(match.bank)", "hash": "\(match.hash.hex)", "detail": "\(detail)",
-                                       "confirm": "sluice banks confirm \(match.bank) \(match.hash.hex)"])
+                                       "confirm": "\(Self.confirmCommand(match))"])
             do {
                 try await store.setBankHashStanding(BankHashStanding(bank: match.bank, hash: match.hash, state: .quarantined, at: now, detail: detail))
             } catch {
                 logger.error("quarantine not recorded", metadata: ["bank": "\(match.bank)", "error": "\(error)"])
             }
         }
-        return "bank hash quarantined: \(detail); `sluice banks confirm \(match.bank) \(match.hash.hex)` lets it act again"
+        return "bank hash quarantined: \(detail); `\(Self.confirmCommand(match))` lets it act again"
     }
 
     /// The nearest approved image within `vision.reuseWithinDistance`, checked against the store (still approved,
@@ -219,12 +230,30 @@ public actor BankMatcher {
     }
 
     private func reload(_ state: BankState) async throws(StoreError) {
-        banks = state.banks.filter { $0.enabled && $0.action != .allow } + state.banks.filter { $0.enabled && $0.action == .allow }
+        banks = state.banks.filter(\.enabled)
         standings = Dictionary(state.standings.map { (BankKey(bank: $0.bank, hash: $0.hash), $0.state) }, uniquingKeysWith: { $1 })
+        let loaded = try await entries(after: 0)
+        index = PDQIndex(loaded.hashes)
+        entryBank = loaded.owners
+        revision = state.revision
+        lastSeq = max(loaded.last, state.lastSeq)
+        logger.debug("banks loaded", metadata: ["banks": "\(banks.count)", "hashes": "\(loaded.hashes.count)"])
+    }
+
+    private func append(after seq: Int64) async throws(StoreError) {
+        let loaded = try await entries(after: seq)
+        for hash in loaded.hashes { index.append(hash) }
+        entryBank += loaded.owners
+        lastSeq = loaded.last
+    }
+
+    /// The hashes of enabled banks added after `seq`, read a page at a time, with their bank's position in
+    /// `banks`; and the newest seq read (`seq` when there is none).
+    private func entries(after seq: Int64) async throws(StoreError) -> (hashes: [PDQHash], owners: [Int16], last: Int64) {
+        let position = Dictionary(uniqueKeysWithValues: banks.enumerated().map { ($1.name, Int16($0)) })
         var hashes: [PDQHash] = []
         var owners: [Int16] = []
-        let position = Dictionary(uniqueKeysWithValues: banks.enumerated().map { ($1.name, Int16($0)) })
-        var after: Int64 = 0
+        var after = seq
         while true {
             let page = try await store.bankEntries(bank: nil, after: after, limit: 50_000)
             for entry in page {
@@ -232,48 +261,23 @@ public actor BankMatcher {
                 hashes.append(entry.hash)
                 owners.append(owner)
             }
-            guard let last = page.last else { break }
+            guard let last = page.last else { return (hashes, owners, after) }
             after = last.seq
         }
-        index = PDQIndex(hashes)
-        entryBank = owners
-        revision = state.revision
-        lastSeq = max(after, state.lastSeq)
-        logger.debug("banks loaded", metadata: ["banks": "\(banks.count)", "hashes": "\(hashes.count)"])
-    }
-
-    private func append(after seq: Int64) async throws(StoreError) {
-        let position = Dictionary(uniqueKeysWithValues: banks.enumerated().map { ($1.name, Int16($0)) })
-        var after = seq
-        while true {
-            let page = try await store.bankEntries(bank: nil, after: after, limit: 50_000)
-            for entry in page {
-                guard let owner = position[entry.bank] else { continue }
-                index.append(entry.hash)
-                entryBank.append(owner)
-            }
-            guard let last = page.last else { break }
-            after = last.seq
-        }
-        lastSeq = after
     }
 
     private func topUpApproved() async throws(StoreError) {
         while true {
             let page = try await store.approvedFingerprints(since: approvedSince, limit: 50_000)
-            var newest = approvedSince
             for fingerprint in page where fingerprint.quality >= config.minQuality
-                && approvedKnown.insert("\(fingerprint.id.rawValue)|\(fingerprint.hash.hex)").inserted {
+                && approvedKnown.insert(ApprovedKey(id: fingerprint.id, hash: fingerprint.hash)).inserted {
                 approved.append(fingerprint.hash)
                 approvedIDs.append(fingerprint.id)
             }
-            if let last = page.last?.updatedAt { newest = last }
             // `since` is inclusive: an item changed in the same instant as the last one read is read again next time.
-            guard page.count == 50_000, newest != approvedSince else {
-                approvedSince = newest
-                return
-            }
-            approvedSince = newest
+            let previous = approvedSince
+            approvedSince = page.last?.updatedAt ?? approvedSince
+            guard page.count == 50_000, approvedSince != previous else { return }
         }
     }
 }
