@@ -48,6 +48,9 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
     var priority: String?
     var recipientId: String?
     var conversationId: String?
+    var sentAt: Date?
+    /// The line's `members` list as a JSON array (the thread triggers read it with json_each).
+    var members: String?
     var conversation: String?
     var caption: String?
     var captionText: String?
@@ -112,6 +115,8 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
         priority = item.priority.flatMap(Self.json)
         recipientId = item.content?.recipientId
         conversationId = item.content?.conversationId
+        sentAt = item.content?.sentAt
+        members = item.content?.members.flatMap(Self.json)
         conversation = item.conversation.flatMap(Self.json)
         caption = item.caption.flatMap(Self.json)
         captionText = item.caption?.caption?.caption
@@ -157,7 +162,8 @@ struct ItemRow: Codable, FetchableRecord, PersistableRecord {
                     timings: StageTimings(decodeMs: decodeMs, classifyMs: classifyMs, writeMs: writeMs, totalMs: totalMs),
                     attempts: attempts, createdAt: createdAt, updatedAt: updatedAt,
                     content: text.map { TextContent(text: $0, context: textContext, kind: textKind, source: textSource, recipientId: recipientId,
-                                                    conversationId: conversationId) },
+                                                    conversationId: conversationId, sentAt: sentAt,
+                                                    members: Self.decode([String].self, members)) },
                     textVerdict: Self.decode(TextVerdict.self, textVerdict), priority: Self.decode(PriorityVerdict.self, priority),
                     caption: Self.decode(CaptionOutcome.self, caption),
                     decision: reviewedBy.map { HumanDecision(by: $0, at: reviewedAt ?? updatedAt, note: reviewNote, decision: reviewedStatus) },

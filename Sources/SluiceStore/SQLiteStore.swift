@@ -357,6 +357,9 @@ public struct SQLiteStore: StatusStore {
             }
             try db.execute(sql: "INSERT INTO bankRevision (id, revision) VALUES (1, 0)")
         }
+        migrator.registerMigration("v12-threads") { db in
+            try Self.createThreadTables(db)
+        }
         return migrator
     }
 

@@ -70,15 +70,21 @@ public struct TextContent: Sendable, Codable, Equatable {
     /// Who the message is for (the rules stage decides whether it may be delivered) and its conversation.
     public var recipientId: String?
     public var conversationId: String?
+    /// When the app says the message was sent (`sentAt`); a thread is ordered by it (by arrival without it).
+    public var sentAt: Date?
+    /// The conversation's members as the line lists them (`members`); senders and recipients are members anyway.
+    public var members: [String]?
 
     public init(text: String, context: String? = nil, kind: String? = nil, source: String? = nil, recipientId: String? = nil,
-                conversationId: String? = nil) {
+                conversationId: String? = nil, sentAt: Date? = nil, members: [String]? = nil) {
         self.text = text
         self.context = context
         self.kind = kind
         self.source = source
         self.recipientId = recipientId
         self.conversationId = conversationId
+        self.sentAt = sentAt
+        self.members = members
     }
 }
 

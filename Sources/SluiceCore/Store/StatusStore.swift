@@ -193,6 +193,34 @@ public protocol StatusStore: Sendable {
     func setBankHashStanding(_ standing: BankHashStanding) async throws(StoreError)
     /// Approved images with a PDQ hash, changed at or after `since` (nil: all), oldest change first.
     func approvedFingerprints(since: Date?, limit: Int) async throws(StoreError) -> [ApprovedFingerprint]
+
+    // MARK: Threads (approved messages with a conversation; kept by the store whatever changes an item)
+
+    /// The last `limit` messages of a conversation, oldest first.
+    func threadMessages(conversationId: String, limit: Int) async throws(StoreError) -> [ThreadMessage]
+    /// Messages by number, in the order asked (numbers no longer in a thread are left out).
+    func threadMessages(seqs: [Int64]) async throws(StoreError) -> [ThreadMessage]
+    /// Whether the user is a member of the conversation (sender, recipient or listed in `members`).
+    func isThreadMember(_ userId: String, conversationId: String) async throws(StoreError) -> Bool
+    /// Whether anybody is a member of the conversation (it exists).
+    func threadExists(_ conversationId: String) async throws(StoreError) -> Bool
+    /// The conversations a user belongs to.
+    func conversations(of userId: String) async throws(StoreError) -> [String]
+    /// The numbers of the last `perConversation` messages of each conversation: what a search looks at.
+    func searchScope(conversations: [String], perConversation: Int) async throws(StoreError) -> [Int64]
+    /// FTS5 `match` (an FTS5 query the caller built from the user's words) over the conversations, best first.
+    func keywordSearch(_ match: String, conversations: [String], limit: Int) async throws(StoreError) -> [KeywordHit]
+    /// Stored vectors of one model for these messages.
+    func embeddings(seqs: [Int64], model: String) async throws(StoreError) -> [Int64: [Float]]
+    /// Messages without a vector from `model`, oldest first.
+    func messagesNeedingEmbedding(model: String, limit: Int) async throws(StoreError) -> [EmbeddingTodo]
+    /// Stores vectors; a message that left its thread meanwhile gets none. Returns how many were stored.
+    @discardableResult
+    func storeEmbeddings(_ vectors: [Int64: [Float]], model: String, at date: Date) async throws(StoreError) -> Int
+    /// A cached thread answer (summary, action items, decisions) by its key.
+    func threadInsight(key: String) async throws(StoreError) -> String?
+    /// Caches an answer; a change to the conversation's messages removes its answers.
+    func storeThreadInsight(key: String, conversationId: String, body: String, at date: Date) async throws(StoreError)
 }
 
 extension StatusStore {

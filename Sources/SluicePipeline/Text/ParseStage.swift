@@ -2,11 +2,13 @@ import Foundation
 import SluiceCore
 
 /// 1. A queue line as one JSON object `{"id", "userId" (or seed 000's "senderId"), "text", "context"?, "kind"?,
-/// "recipientId"?, "conversationId"?, "sentAt"?}`; anything else is rejected with a reason naming the file and line
+/// "recipientId"?, "conversationId"?, "sentAt"?, "members"?}`; anything else is rejected with a reason naming the file and line
 /// (the rest of the file goes on).
 struct ParseStage: Stage {
     static let kinds: Set<String> = ["message", "post", "comment"]
-    static let fields: Set<String> = ["id", "userId", "senderId", "text", "context", "kind", "recipientId", "conversationId", "sentAt"]
+    static let fields: Set<String> = ["id", "userId", "senderId", "text", "context", "kind", "recipientId", "conversationId", "sentAt", "members"]
+    /// Most members a line may list for its conversation.
+    static let maxMembers = 1000
     let name = "parse"
 
     func run(_ line: QueueLine, context: StageContext) async -> StageOutcome<ParsedMessage> {
@@ -56,12 +58,29 @@ struct ParseStage: Stage {
             }
             sentAt = date
         }
+        var members: [String]?
+        if let raw = object["members"], !(raw is NSNull) {
+            guard let list = raw as? [Any] else { return rejected(id, userId: userId, "field \"members\" must be an array of user ids") }
+            guard related["conversationId"] != nil else { return rejected(id, userId: userId, "field \"members\" needs a \"conversationId\"") }
+            guard list.count <= Self.maxMembers else {
+                return rejected(id, userId: userId, "field \"members\" lists \(list.count) users; at most \(Self.maxMembers)")
+            }
+            var users: [String] = []
+            for (index, entry) in list.enumerated() {
+                guard let member = entry as? String, Identifiers.isValidSegment(member) else {
+                    return rejected(id, userId: userId, "bad members[\(index)] \(Self.describe(entry)): must match [A-Za-z0-9_-]{1,128}")
+                }
+                users.append(member)
+            }
+            members = users
+        }
         if let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
             return rejected(id, userId: userId, "unknown field \"\(extra)\"")
         }
         return .proceed(ParsedMessage(id: id, userId: userId,
                                       content: TextContent(text: text, context: textContext, kind: kind, source: line.source,
-                                                           recipientId: related["recipientId"], conversationId: related["conversationId"]),
+                                                           recipientId: related["recipientId"], conversationId: related["conversationId"],
+                                                           sentAt: sentAt, members: members),
                                       sentAt: sentAt))
     }
 
