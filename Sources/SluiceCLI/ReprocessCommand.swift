@@ -31,7 +31,7 @@ struct ReprocessCommand: AsyncParsableCommand {
     @Option(help: "Only items created before this date (YYYY-MM-DD or ISO 8601).")
     var until: String?
 
-    @Option(help: "Stages to re-run, comma-separated: classify,caption,text,priority (default: all).")
+    @Option(help: "Stages to re-run, comma-separated: match,classify,caption,text,priority,embed (default: all; embed backfills smart search's vectors for every approved thread message without one, whatever the filters, when threads.embeddings has a provider).")
     var stages: String?
 
     @Flag(help: "Print what would change; write nothing.")
@@ -60,24 +60,49 @@ struct ReprocessCommand: AsyncParsableCommand {
         }
         filter.since = try since.map { try Self.date($0, flag: "--since") }
         filter.until = try until.map { try Self.date($0, flag: "--until") }
-        let chosen = stages.map { $0.split(separator: ",").map(String.init) } ?? Reprocessor.allStages
-        if let unknown = chosen.first(where: { !Reprocessor.allStages.contains($0) }) {
-            throw ValidationError("--stages \"\(unknown)\" is not a stage; allowed: \(Reprocessor.allStages.joined(separator: ", "))")
+        let allowed = Reprocessor.allStages + ["embed"]
+        var chosen = stages.map { $0.split(separator: ",").map(String.init) } ?? allowed
+        if let unknown = chosen.first(where: { !allowed.contains($0) }) {
+            throw ValidationError("--stages \"\(unknown)\" is not a stage; allowed: \(allowed.joined(separator: ", "))")
         }
+        if stages != nil, chosen.contains("embed"), config.threads.embeddings.provider == .none {
+            throw ValidationError("--stages embed needs an embedding provider: threads.embeddings.provider is \"none\"")
+        }
+        let embed = chosen.contains("embed") && config.threads.embeddings.provider != .none
+        chosen.removeAll { $0 == "embed" }
         if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
 
-        let reprocessor: Reprocessor
+        let services: Services
         do {
-            reprocessor = try Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun).reprocessor()
+            services = try Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
-        let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
-        let summary = try await reprocessor.run(
-            Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.itemsInFlight,
-                                includeHumanDecisions: includeHumanDecisions)
-        ) { done, total in renderer.update(done: done, total: total) }
-        renderer.finish()
+        var summary = Reprocessor.Summary()
+        summary.dryRun = dryRun
+        if !chosen.isEmpty {
+            let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
+            summary = try await services.reprocessor().run(
+                Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.itemsInFlight,
+                                    includeHumanDecisions: includeHumanDecisions)
+            ) { done, total in renderer.update(done: done, total: total) }
+            renderer.finish()
+        }
+        if embed, let indexer = services.embeddingIndexer() {
+            summary.embeddingModel = indexer.provider.model
+            if dryRun {
+                summary.embedded = try await services.store.messagesNeedingEmbedding(model: indexer.provider.model, limit: Int(Int32.max)).count
+            } else {
+                let renderer = ProgressRenderer(label: "embed")
+                do {
+                    summary.embedded = try await indexer.indexPending { done in renderer.update(done: done, total: done) }
+                } catch {
+                    renderer.finish()
+                    throw CLIError(message: "embedding stopped: \(error) (run again to go on; vectors stored so far are kept)")
+                }
+                renderer.finish()
+            }
+        }
         if json {
             try printJSON(summary)
             return
@@ -103,7 +128,10 @@ struct ReprocessCommand: AsyncParsableCommand {
             guard let counts = summary.stages[stage] else { continue }
             table.rows.append([stage, "\(counts.changed)", "\(counts.unchanged)", "\(counts.failed)"])
         }
-        lines.append(table.rows.isEmpty ? "no stage ran" : table.render())
+        lines.append(table.rows.isEmpty ? (summary.embedded == nil ? "no stage ran" : "no item stage ran") : table.render())
+        if let embedded = summary.embedded {
+            lines.append("embed: \(embedded) message\(embedded == 1 ? "" : "s") \(summary.dryRun ? "would get" : "got") a vector from \(summary.embeddingModel ?? "?")")
+        }
         if summary.keptByHumanDecision > 0 { lines.append("kept (human decision): \(summary.keptByHumanDecision)") }
         if !summary.moves.isEmpty {
             lines.append("status moves: " + summary.moves.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))

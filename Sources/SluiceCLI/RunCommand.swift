@@ -42,6 +42,11 @@ struct RunCommand: AsyncParsableCommand {
             do { try await webhooks.register() } catch { throw CLIError(message: "cannot start the webhooks: \(error)") }
             members.append(.init(service: webhooks))
         }
+        // Vectors for smart search, computed as messages are approved (threads.embeddings).
+        if let indexer = services.embeddingIndexer() {
+            members.append(.init(service: EmbeddingService(indexer: indexer, interval: .milliseconds(config.threads.embeddings.intervalMilliseconds),
+                                                           logger: logger)))
+        }
         let group = ServiceGroup(configuration: .init(
             services: members,
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -87,7 +87,18 @@ public struct Services: Sendable {
     /// What `sluice serve` needs; `metrics` is the registry `/metrics` serves for this process.
     public func api(metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) -> APIServices {
         APIServices(config: config, store: store, images: images, texts: texts, decisions: decisions, erasure: erasure,
-                    providers: pipelines.providers, metrics: metrics)
+                    providers: pipelines.providers, metrics: metrics, threads: threads)
+    }
+
+    /// Seed 004's thread callables over this store.
+    public var threads: ThreadIntelligence {
+        ThreadIntelligence(store: store, llm: pipelines.languageModel, maxTokens: config.threads.languageModel(caption: config.caption).maxTokens,
+                           embedder: pipelines.embedder, config: config.threads, logger: pipelines.logger)
+    }
+
+    /// Vectors for approved thread messages; nil when `threads.embeddings.provider` is `none`.
+    public func embeddingIndexer() -> EmbeddingIndexer? {
+        pipelines.embedder.map { EmbeddingIndexer(store: store, provider: $0, batchSize: config.threads.embeddings.batchSize, logger: pipelines.logger) }
     }
 }
 
@@ -99,6 +110,10 @@ public struct Pipelines: Sendable {
     public let pool: CPUPool
     public let vision: any VisionProvider
     public let captions: Result<any CaptionProvider, CaptionUnavailable>
+    /// The thread callables' LLM (`threads.llm`, else `caption`'s provider).
+    public let languageModel: Result<any LanguageModelProvider, CaptionUnavailable>
+    /// Vectors for smart search (`threads.embeddings`).
+    public let embedder: (any EmbeddingProvider)?
     /// Every provider this config calls, in its role, for health checks.
     public let providers: [ProviderInRole]
     public let images: ImagePipeline
@@ -118,6 +133,15 @@ public struct Pipelines: Sendable {
         let captions = CaptionProviders.make(config.caption, environment: environment, logger: logger)
         var providers = [ProviderInRole(role: "vision", provider: vision)]
         if case let .success(captioner) = captions { providers.append(ProviderInRole(role: "caption", provider: captioner)) }
+        let languageModel = LanguageModelProviders.make(config.threads.languageModel(caption: config.caption), environment: environment,
+                                                        logger: logger)
+        if config.threads.llm != nil, case let .success(llm) = languageModel { providers.append(ProviderInRole(role: "threads", provider: llm)) }
+        var embedder: (any EmbeddingProvider)?
+        if config.threads.embeddings.provider == .openAICompatible {
+            let provider = OpenAICompatibleEmbeddingProvider(config: config.threads.embeddings, environment: environment, logger: logger)
+            providers.append(ProviderInRole(role: "embeddings", provider: provider))
+            embedder = provider
+        }
         let rules = try rulesEngine(config)
         let priority: any PriorityEngine
         switch config.priority.engine {
@@ -130,7 +154,8 @@ public struct Pipelines: Sendable {
         }
         let pool = CPUPool(threads: config.concurrency.effectiveCPU)
         let observer = StageMetrics()
-        return Pipelines(config: config, processor: processor, pool: pool, vision: vision, captions: captions, providers: providers,
+        return Pipelines(config: config, processor: processor, pool: pool, vision: vision, captions: captions,
+                         languageModel: languageModel, embedder: embedder, providers: providers,
                          images: ImagePipeline(config: config, processor: processor, vision: vision, captions: captions, pool: pool,
                                                observer: observer),
                          texts: TextPipeline(filter: try filter(config), priority: priority, observer: observer), logger: logger)

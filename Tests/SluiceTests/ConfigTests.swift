@@ -17,6 +17,10 @@ import Testing
         #expect(config.policy == .standard)
         #expect(config.concurrency.items == 0 && config.itemsInFlight == config.vision.maxInFlight + 2 * config.concurrency.effectiveCPU)
         #expect(config.limits.rate.exchangeMilliseconds == 100)
+        #expect(config.threads.embeddings.provider == .openAICompatible)
+        #expect(config.threads.embeddings.baseURL == "http://127.0.0.1:8091/v1")
+        #expect(config.threads.llm == nil)
+        #expect(config.threads.languageModel(caption: config.caption).maxTokens == 1500)
     }
 
     @Test func relativePathsResolveAgainstTheConfigFolder() throws {
@@ -30,6 +34,14 @@ import Testing
 
     @Test(arguments: [
         (#"{"dataRoot": "d", "visoin": {}}"#, "unknown config key \"visoin\""),
+        (#"{"threads": {"llm": {"provider": "gemini", "prompt": "x"}}}"#, "unknown config key \"threads.llm.prompt\""),
+        (#"{"threads": {"embeddings": {"provider": "bert"}}}"#, "threads.embeddings.provider"),
+        (#"{"threads": {"embeddings": {"baseURL": "file:///x"}}}"#, "threads.embeddings.baseURL"),
+        (#"{"threads": {"embeddings": {"batchSize": 0}}}"#, "threads.embeddings.batchSize"),
+        (#"{"threads": {"fusionK": 0}}"#, "threads.fusionK"),
+        (#"{"threads": {"minSimilarity": 2}}"#, "threads.minSimilarity"),
+        (#"{"threads": {"maxMessageLimit": 0}}"#, "threads.maxMessageLimit"),
+        (#"{"limits": {"rate": {"threads": {"limit": "x"}}}}"#, "limits.rate.threads"),
         (#"{"vision": {"endpont": "x"}}"#, "unknown config key \"vision.endpont\""),
         (#"{"policy": {"adult": {"blok": "LIKELY"}}}"#, "unknown config key \"policy.adult.blok\""),
         (#"{"policy": {"nudity": {}}}"#, "unknown config key \"policy.nudity\""),

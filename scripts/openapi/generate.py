@@ -212,6 +212,24 @@ functions["canMessage"] = ("canMessage", "Seed 003's rules: may the caller messa
     callable_body({"type": "object", "required": ["recipientId"], "properties": {"recipientId": {"type": "string", "pattern": ID}}}),
     callable_ok(ref("MessagingPermission")), (400, 401, 404, 405))
 
+THREAD_ARGS = callable_body({"type": "object", "required": ["conversationId"], "properties": {
+    "conversationId": {"type": "string", "pattern": ID, "description": "The conversation (the caller must belong to it)."},
+    "messageLimit": {"type": ["integer", "null"], "minimum": 1, "maximum": 500, "description": "Newest messages read (default 100; at most threads.maxMessageLimit, 500 by default)."}}})
+THREAD_ERRORS = (400, 401, 404, 405, 409, 429, 500)
+functions["summarizeThread"] = ("summarizeThread", "Seed 004's summarizeThread: bullet points of the conversation's approved messages through the thread LLM (409 FAILED_PRECONDITION when none is configured, 500 INTERNAL when it fails).",
+    THREAD_ARGS, callable_ok(ref("ThreadSummary")), THREAD_ERRORS)
+functions["extractActionItems"] = ("extractActionItems", "Seed 004's extractActionItems: open tasks, each tied to a message of the thread.",
+    THREAD_ARGS, callable_ok(ref("ActionItems")), THREAD_ERRORS)
+functions["trackDecisions"] = ("trackDecisions", "Seed 004's trackDecisions: decisions, each tied to messages of the thread.",
+    THREAD_ARGS, callable_ok(ref("Decisions")), THREAD_ERRORS)
+functions["smartSearch"] = ("smartSearch", "Seed 004's smartSearch: keyword and semantic (vector) search fused by rank, offline; without conversationId over every conversation of the user.",
+    callable_body({"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": NOT_BLANK},
+        "conversationId": {"type": ["string", "null"], "pattern": ID, "description": "Without it: every conversation of the user (401 when no user is named)."},
+        "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 50, "description": "Results (default 10)."},
+        "messageLimit": {"type": ["integer", "null"], "minimum": 1, "maximum": 500, "description": "Newest messages searched per conversation (default 200)."}}}),
+    callable_ok(ref("SmartSearch")), (400, 401, 404, 405, 429, 500))
+
 PROJECT = {"name": "projectId", "in": "path", "required": True, "description": "The Firebase project id.",
            "schema": {"type": "string", "pattern": "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"}}
 REGION = {"name": "region", "in": "path", "required": True, "description": "The functions region, e.g. us-central1.",
@@ -259,6 +277,37 @@ schemas["Health"] = {"type": "object", "required": ["status", "store", "provider
         "circuit": {"type": "object", "description": "process → closed | half-open | open", "additionalProperties": {"type": "string", "enum": ["closed", "half-open", "open"]}}}}}}}
 schemas["HealthCheck"] = {"type": "object", "required": ["status", "message", "timestamp"], "properties": {
     "status": {"type": "string", "enum": ["healthy", "unhealthy"]}, "message": {"type": "string"}, "timestamp": {"type": "string", "format": "date-time"}}}
+THREAD_META = {"conversationId": {"type": "string"}, "messageCount": {"type": "integer", "minimum": 0},
+    "generatedAt": {"type": "string", "format": "date-time"}, "provider": {"type": "string"}, "model": {"type": "string"},
+    "cached": {"type": "boolean", "description": "Answered from the store's cache (same messages, provider and model)."}}
+schemas["ThreadSummary"] = {"type": "object", "required": ["summary", "keyPoints", "participants", "messageCount", "conversationId", "generatedAt", "provider", "model", "cached"], "properties": dict(THREAD_META, **{
+    "summary": {"type": "array", "items": {"type": "string"}, "description": "Bullet points (seed 004)."},
+    "keyPoints": {"type": "array", "items": {"type": "string"}},
+    "participants": {"type": "array", "items": {"type": "string"}, "description": "Senders, in order of their first message."},
+    "timeSpan": {"type": ["object", "null"], "required": ["start", "end"], "properties": {"start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"}}}})}
+schemas["ActionItem"] = {"type": "object", "required": ["id", "task", "assignee", "deadline", "priority", "status", "sourceMessageId", "sourceMessage"], "properties": {
+    "id": {"type": "string"}, "task": {"type": "string"}, "assignee": {"type": ["string", "null"]},
+    "deadline": {"type": ["string", "null"], "description": "ISO date, ISO date-time or ASAP."},
+    "priority": {"type": "string", "enum": ["high", "medium", "low"]}, "status": {"type": "string", "enum": ["open", "in-progress"]},
+    "sourceMessageId": {"type": "integer", "description": "The message's number (smartSearch's messageId)."}, "sourceMessage": {"type": "string", "description": "The message's id."}}}
+schemas["ActionItems"] = {"type": "object", "required": ["items", "actionItems", "totalCount", "conversationId", "messageCount", "generatedAt", "provider", "model", "cached"], "properties": dict(THREAD_META, **{
+    "items": {"type": "array", "items": ref("ActionItem")}, "actionItems": {"type": "array", "items": ref("ActionItem"), "description": "The same list (seed 004: for compatibility)."},
+    "totalCount": {"type": "integer", "minimum": 0}})}
+schemas["Decision"] = {"type": "object", "required": ["id", "decision", "topic", "participantsInvolved", "confidence", "context", "sourceMessageIds", "sourceMessages"], "properties": {
+    "id": {"type": "string"}, "decision": {"type": "string"}, "topic": {"type": "string"},
+    "participantsInvolved": {"type": "array", "items": {"type": "string"}}, "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+    "timestamp": {"type": ["string", "null"], "format": "date-time"}, "context": {"type": "string"},
+    "sourceMessageIds": {"type": "array", "items": {"type": "integer"}}, "sourceMessages": {"type": "array", "items": {"type": "string"}}}}
+schemas["Decisions"] = {"type": "object", "required": ["decisions", "totalCount", "conversationId", "messageCount", "generatedAt", "provider", "model", "cached"], "properties": dict(THREAD_META, **{
+    "decisions": {"type": "array", "items": ref("Decision")}, "totalCount": {"type": "integer", "minimum": 0}})}
+schemas["SearchResult"] = {"type": "object", "required": ["snippet", "messageId", "id", "conversationId", "relevanceScore", "sender", "sentAt", "matchedBy"], "properties": {
+    "snippet": {"type": "string"}, "messageId": {"type": "integer"}, "id": {"type": "string"}, "conversationId": {"type": "string"},
+    "relevanceScore": {"type": "number", "minimum": 0, "maximum": 1}, "context": {"type": ["string", "null"]}, "sender": {"type": "string"},
+    "sentAt": {"type": "string", "format": "date-time"}, "matchedBy": {"type": "array", "items": {"type": "string", "enum": ["keyword", "semantic"]}}}}
+schemas["SmartSearch"] = {"type": "object", "required": ["results", "totalResults", "mode", "generatedAt"], "properties": {
+    "results": {"type": "array", "items": ref("SearchResult")}, "totalResults": {"type": "integer", "minimum": 0},
+    "mode": {"type": "string", "enum": ["hybrid", "keyword"]}, "note": {"type": ["string", "null"]},
+    "generatedAt": {"type": "string", "format": "date-time"}}}
 schemas["Priority"] = {"type": "object", "required": ["urgencyScore", "priority", "isUrgent", "reason", "urgencyIndicators"], "properties": {
     "urgencyScore": {"type": "integer", "minimum": 0, "maximum": 100}, "priority": {"type": "string", "enum": ["high", "medium", "low"]},
     "isUrgent": {"type": "boolean"}, "reason": {"type": "string"}, "urgencyIndicators": {"type": "array", "items": {"type": "string"}},
@@ -299,8 +348,8 @@ schemas["ReportResult"] = {"type": "object", "required": ["success", "reportId"]
 schemas["RateLimit"] = {"type": "object", "required": ["current", "limit", "remaining", "resetAt", "windowSeconds"], "properties": {
     "current": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 1}, "remaining": {"type": "integer", "minimum": 0},
     "resetAt": {"type": "string", "format": "date-time"}, "windowSeconds": {"type": "integer", "minimum": 1}}}
-schemas["RateLimits"] = {"type": "object", "required": ["image_upload", "text_message", "report", "detect_priority"], "properties": {
-    k: ref("RateLimit") for k in ["image_upload", "text_message", "report", "detect_priority"]}}
+schemas["RateLimits"] = {"type": "object", "required": ["image_upload", "text_message", "report", "detect_priority", "threads"], "properties": {
+    k: ref("RateLimit") for k in ["image_upload", "text_message", "report", "detect_priority", "threads"]}}
 
 def err(desc, headers=None):
     r = {"description": desc, "content": {"application/json": {"schema": ref("Error")}}}

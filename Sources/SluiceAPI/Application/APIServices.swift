@@ -17,9 +17,11 @@ public struct APIServices: Sendable {
     public let providers: [ProviderInRole]
     /// This process's metrics (HTTP requests; provider calls when swift-metrics is bootstrapped with it).
     public let metrics: PrometheusCollectorRegistry
+    /// Seed 004's thread callables.
+    public let threads: ThreadIntelligence
 
     public init(config: PipelineConfig, store: any StatusStore, images: ImagePipeline, texts: TextPipeline, decisions: HumanDecisions,
-                erasure: Erasure, providers: [ProviderInRole], metrics: PrometheusCollectorRegistry) {
+                erasure: Erasure, providers: [ProviderInRole], metrics: PrometheusCollectorRegistry, threads: ThreadIntelligence) {
         self.config = config
         self.store = store
         self.images = images
@@ -28,6 +30,7 @@ public struct APIServices: Sendable {
         self.erasure = erasure
         self.providers = providers
         self.metrics = metrics
+        self.threads = threads
     }
 
     public var layout: OutputLayout { images.layout }

@@ -21,9 +21,12 @@ struct CallableRoutes {
         ("blockUser", { $0.relations.blockUser }), ("unblockUser", { $0.relations.unblockUser }), ("isBlocked", { $0.relations.isBlocked }),
         ("follow", { $0.relations.follow }), ("unfollow", { $0.relations.unfollow }),
         ("setMessagePrivacy", { $0.relations.setMessagePrivacy }), ("canMessage", { $0.relations.canMessage }),
+        ("summarizeThread", { $0.threads.summarizeThread }), ("extractActionItems", { $0.threads.extractActionItems }),
+        ("trackDecisions", { $0.threads.trackDecisions }), ("smartSearch", { $0.threads.smartSearch }),
     ]
 
     var relations: RelationRoutes { RelationRoutes(services: services, now: now) }
+    var threads: ThreadRoutes { ThreadRoutes(services: services, limits: limits) }
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)

@@ -11,6 +11,8 @@ struct RateLimits: Sendable {
         case textMessage = "text_message"
         case report
         case detectPriority = "detect_priority"
+        /// summarizeThread, extractActionItems, trackDecisions, smartSearch.
+        case threads
     }
 
     let ledger: RateLimitLedger
@@ -23,6 +25,7 @@ struct RateLimits: Sendable {
         case .textMessage: config.textMessage
         case .report: config.report
         case .detectPriority: config.detectPriority
+        case .threads: config.threads
         }
     }
 

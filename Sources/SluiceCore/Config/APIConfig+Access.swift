@@ -68,6 +68,8 @@ public struct RateLimitsConfig: Sendable, Equatable {
     public var report = RateLimitRule(limit: 10, windowSeconds: 3600)
     public var detectPriority = RateLimitRule(limit: 60, windowSeconds: 60)
     public var caption = RateLimitRule(limit: 60, windowSeconds: 60)
+    /// summarizeThread, extractActionItems, trackDecisions and smartSearch together.
+    public var threads = RateLimitRule(limit: 30, windowSeconds: 60)
     /// How often an API process adds what it counted to the store and takes every process's totals back (0: on
     /// every request). With several processes a user can get over a limit by what the others admitted in this time.
     public var exchangeMilliseconds = 100

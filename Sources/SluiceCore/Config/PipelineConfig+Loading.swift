@@ -107,6 +107,29 @@ extension PipelineConfig {
         try require((10...600_000).contains(banks.refreshMilliseconds), "banks.refreshMilliseconds", "must be 10...600000")
         try require((1...2_592_000).contains(banks.flood.windowSeconds), "banks.flood.windowSeconds", "must be 1...2592000")
         try require(banks.flood.maxMatches >= 1, "banks.flood.maxMatches", "must be ≥ 1")
+        let threadLLM = threads.languageModel(caption: caption)
+        if threads.llm != nil {
+            let url = URL(string: threadLLM.effectiveBaseURL)
+            try require(url?.scheme == "http" || url?.scheme == "https", "threads.llm.baseURL", "\"\(threadLLM.effectiveBaseURL)\" is not an http(s) URL")
+            try require((1...32768).contains(threadLLM.maxTokens), "threads.llm.maxTokens", "must be 1...32768")
+            try require(threadLLM.timeoutSeconds > 0 && threadLLM.timeoutSeconds <= 600, "threads.llm.timeoutSeconds", "must be in 0 < t ≤ 600")
+            try require((1...20).contains(threadLLM.maxAttempts), "threads.llm.maxAttempts", "must be 1...20")
+            try require((1...256).contains(threadLLM.maxInFlight), "threads.llm.maxInFlight", "must be 1...256")
+        }
+        let embedURL = URL(string: threads.embeddings.baseURL)
+        try require(embedURL?.scheme == "http" || embedURL?.scheme == "https", "threads.embeddings.baseURL",
+                    "\"\(threads.embeddings.baseURL)\" is not an http(s) URL")
+        try require(!threads.embeddings.model.isEmpty, "threads.embeddings.model", "must not be empty")
+        try require((1...2048).contains(threads.embeddings.batchSize), "threads.embeddings.batchSize", "must be 1...2048")
+        try require(threads.embeddings.timeoutSeconds > 0 && threads.embeddings.timeoutSeconds <= 600, "threads.embeddings.timeoutSeconds",
+                    "must be in 0 < t ≤ 600")
+        try require((1...20).contains(threads.embeddings.maxAttempts), "threads.embeddings.maxAttempts", "must be 1...20")
+        try require((1...64).contains(threads.embeddings.maxInFlight), "threads.embeddings.maxInFlight", "must be 1...64")
+        try require((10...600_000).contains(threads.embeddings.intervalMilliseconds), "threads.embeddings.intervalMilliseconds", "must be 10...600000")
+        try require((1...10_000).contains(threads.maxMessageLimit), "threads.maxMessageLimit", "must be 1...10000")
+        try require((1000...1_000_000).contains(threads.maxPromptCharacters), "threads.maxPromptCharacters", "must be 1000...1000000")
+        try require((-1...1).contains(threads.minSimilarity), "threads.minSimilarity", "must be -1...1")
+        try require((1...1000).contains(threads.fusionK), "threads.fusionK", "must be 1...1000")
         if let distance = vision.reuseWithinDistance {
             try require((0...31).contains(distance), "vision.reuseWithinDistance", "must be 0...31 (bits of 256), or null for off")
         }
@@ -210,6 +233,7 @@ private struct ConfigFile: Decodable {
     var conversation: ConversationConfig
     var spam: SpamConfig
     var banks: BanksConfig
+    var threads: ThreadsConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -221,7 +245,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam, banks
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam, banks, threads
     }
 
     struct TextSection: Decodable {
@@ -275,6 +299,7 @@ private struct ConfigFile: Decodable {
         conversation = try c.value(.conversation, default: ConversationConfig())
         spam = try c.value(.spam, default: SpamConfig())
         banks = try c.value(.banks, default: BanksConfig())
+        threads = try c.value(.threads, default: ThreadsConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -308,6 +333,7 @@ private struct ConfigFile: Decodable {
         config.conversation = conversation
         config.spam = spam
         config.banks = banks
+        config.threads = threads
         return config
     }
 }
@@ -373,7 +399,7 @@ extension LimitsConfig: Decodable {
 }
 
 extension RateLimitsConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption, exchangeMilliseconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption, threads, exchangeMilliseconds }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -383,12 +409,13 @@ extension RateLimitsConfig: Decodable {
         v.report = try c.value(.report, default: v.report)
         v.detectPriority = try c.value(.detectPriority, default: v.detectPriority)
         v.caption = try c.value(.caption, default: v.caption)
+        v.threads = try c.value(.threads, default: v.threads)
         v.exchangeMilliseconds = try c.value(.exchangeMilliseconds, default: v.exchangeMilliseconds)
         self = v
     }
 
     var all: [(String, RateLimitRule)] {
-        [("imageUpload", imageUpload), ("textMessage", textMessage), ("report", report), ("detectPriority", detectPriority), ("caption", caption)]
+        [("imageUpload", imageUpload), ("textMessage", textMessage), ("report", report), ("detectPriority", detectPriority), ("caption", caption), ("threads", threads)]
     }
 }
 

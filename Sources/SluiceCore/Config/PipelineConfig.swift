@@ -22,6 +22,7 @@ public struct PipelineConfig: Sendable, Equatable {
     public var conversation = ConversationConfig()
     public var spam = SpamConfig()
     public var banks = BanksConfig()
+    public var threads = ThreadsConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),

@@ -86,6 +86,10 @@ public struct Reprocessor: Sendable {
         public var changes: [Change] = []
         public var seconds = 0.0
         public var itemsPerSecond = 0.0
+        /// `--stages embed`: messages that got a vector (in a dry run: that would), with the model's name.
+        public var embedded: Int?
+        public var embeddingModel: String?
+        public init() {}
     }
 
     let store: any StatusStore
