@@ -361,8 +361,9 @@ responses["Error401"] = err("UNAUTHENTICATED")
 responses["Error403"] = err("PERMISSION_DENIED")
 responses["Error404"] = err("NOT_FOUND")
 responses["Error405"] = err("INVALID_ARGUMENT: the method is not allowed on this path.", {"Allow": {"required": True, "schema": {"type": "string"}}})
-responses["Error409"] = err("ALREADY_EXISTS (a different upload is pending under this id; appealed before) or FAILED_PRECONDITION (not blocked; a user blocking or following themselves).")
+responses["Error409"] = err("ALREADY_EXISTS (a different upload is pending under this id; appealed before) or FAILED_PRECONDITION (not blocked; a user blocking or following themselves; no thread LLM configured).")
 responses["Error413"] = err("INVALID_ARGUMENT: the body is over the limit.")
+responses["Error500"] = err("INTERNAL: a provider the answer needs failed (HTTP error, timeout, an answer that breaks its schema); nothing half-made is returned.")
 responses["Error429"] = err("RESOURCE_EXHAUSTED", {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}})
 responses["CaptionError"] = {"description": "AUTH_001 (401), VAL_001 (400), METHOD_001 (405), RATE_001 (429), AI_001 (500).",
                              "content": {"application/json": {"schema": ref("CaptionError")}}}
