@@ -31,7 +31,7 @@ struct ReprocessCommand: AsyncParsableCommand {
     @Option(help: "Only items created before this date (YYYY-MM-DD or ISO 8601).")
     var until: String?
 
-    @Option(help: "Stages to re-run, comma-separated: match,classify,caption,text,priority,embed (default: all; embed backfills smart search's vectors for every approved thread message without one, whatever the filters, when threads.embeddings has a provider).")
+    @Option(help: "Stages to re-run, comma-separated: match,classify,caption,text,priority,embed (default: all but embed; embed backfills smart search's vectors for every approved thread message without one, whatever the filters; it needs threads.embeddings' provider).")
     var stages: String?
 
     @Flag(help: "Print what would change; write nothing.")
@@ -61,14 +61,15 @@ struct ReprocessCommand: AsyncParsableCommand {
         filter.since = try since.map { try Self.date($0, flag: "--since") }
         filter.until = try until.map { try Self.date($0, flag: "--until") }
         let allowed = Reprocessor.allStages + ["embed"]
-        var chosen = stages.map { $0.split(separator: ",").map(String.init) } ?? allowed
+        // embed is a backfill (it needs the embedding provider running), so only when asked for by name.
+        var chosen = stages.map { $0.split(separator: ",").map(String.init) } ?? Reprocessor.allStages
         if let unknown = chosen.first(where: { !allowed.contains($0) }) {
             throw ValidationError("--stages \"\(unknown)\" is not a stage; allowed: \(allowed.joined(separator: ", "))")
         }
-        if stages != nil, chosen.contains("embed"), config.threads.embeddings.provider == .none {
+        if chosen.contains("embed"), config.threads.embeddings.provider == .none {
             throw ValidationError("--stages embed needs an embedding provider: threads.embeddings.provider is \"none\"")
         }
-        let embed = chosen.contains("embed") && config.threads.embeddings.provider != .none
+        let embed = chosen.contains("embed")
         chosen.removeAll { $0 == "embed" }
         if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
 

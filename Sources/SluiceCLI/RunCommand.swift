@@ -45,7 +45,7 @@ struct RunCommand: AsyncParsableCommand {
         // Vectors for smart search, computed as messages are approved (threads.embeddings).
         if let indexer = services.embeddingIndexer() {
             members.append(.init(service: EmbeddingService(indexer: indexer, interval: .milliseconds(config.threads.embeddings.intervalMilliseconds),
-                                                           logger: logger)))
+                                                           drain: once, logger: logger)))
         }
         let group = ServiceGroup(configuration: .init(
             services: members,

@@ -43,6 +43,7 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM relationChange WHERE actor = ? OR subject = ?", arguments: [userId, userId])
             try db.execute(sql: "DELETE FROM messageRequest WHERE sender = ? OR recipient = ?", arguments: [userId, userId])
             try db.execute(sql: "DELETE FROM threadMember WHERE userId = ?", arguments: [userId])
+            try db.execute(sql: "INSERT OR IGNORE INTO threadMemberErased (userId) VALUES (?)", arguments: [userId])
             // Counter keys end with the sender (`…:{userId}`) or name them in the middle (duplicates).
             try db.execute(sql: "DELETE FROM spamCounter WHERE key LIKE '%:' || ? ESCAPE '\\'", arguments: [Self.likeEscaped(userId)])
             try db.execute(sql: "DELETE FROM spamDistinct WHERE key LIKE '%:' || ? || ':%' ESCAPE '\\' OR key LIKE '%:' || ? ESCAPE '\\' OR member = ?",

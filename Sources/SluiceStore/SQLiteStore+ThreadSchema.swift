@@ -8,7 +8,8 @@ extension SQLiteStore {
     /// - `messageSearch`: FTS5 over those messages' text, rowid = `seq`.
     /// - `messageEmbedding`: a vector per message and model, dropped when the message leaves the thread or its
     ///   text changes.
-    /// - `threadMember`: who may read a conversation (senders, recipients, `members` lists).
+    /// - `threadMember`: who may read a conversation (senders, recipients, `members` lists of judged lines; it only
+    ///   grows, except that erasing a user removes theirs and keeps other lines from adding them back).
     /// - `threadInsight`: cached LLM answers, dropped whenever the thread changes.
     static func createThreadTables(_ db: Database) throws {
         try db.alter(table: "item") { t in
@@ -45,20 +46,33 @@ extension SQLiteStore {
             );
             CREATE INDEX threadInsightConversation ON threadInsight(conversationId);
 
-            CREATE TRIGGER threadMembersOnInsert AFTER INSERT ON item WHEN new.conversationId IS NOT NULL AND new.kind = 'text' BEGIN
+            -- Members come from lines that were judged (not rejected): their sender, recipient and `members` list.
+            -- A user erased with erase-user is not made a member again by other people's lines (threadMemberErased)
+            -- until they send a line themselves.
+            CREATE TABLE threadMemberErased (userId TEXT PRIMARY KEY);
+            CREATE TRIGGER threadMembersOnInsert AFTER INSERT ON item
+            WHEN new.conversationId IS NOT NULL AND new.kind = 'text' AND new.status != 'rejected' BEGIN
+                DELETE FROM threadMemberErased WHERE userId = new.userId;
                 INSERT OR IGNORE INTO threadMember (conversationId, userId) VALUES (new.conversationId, new.userId);
                 INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                    SELECT new.conversationId, new.recipientId WHERE new.recipientId IS NOT NULL;
+                    SELECT new.conversationId, new.recipientId WHERE new.recipientId IS NOT NULL
+                        AND new.recipientId NOT IN (SELECT userId FROM threadMemberErased);
                 INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                    SELECT new.conversationId, value FROM json_each(COALESCE(new.members, '[]')) WHERE type = 'text';
+                    SELECT new.conversationId, value FROM json_each(COALESCE(new.members, '[]'))
+                    WHERE type = 'text' AND value NOT IN (SELECT userId FROM threadMemberErased);
             END;
-            CREATE TRIGGER threadMembersOnUpdate AFTER UPDATE OF conversationId, recipientId, members ON item
-            WHEN new.conversationId IS NOT NULL AND new.kind = 'text' BEGIN
-                INSERT OR IGNORE INTO threadMember (conversationId, userId) VALUES (new.conversationId, new.userId);
+            CREATE TRIGGER threadMembersOnUpdate AFTER UPDATE OF status, conversationId, recipientId, members ON item
+            WHEN new.conversationId IS NOT NULL AND new.kind = 'text' AND new.status != 'rejected'
+                AND (new.conversationId IS NOT old.conversationId OR new.recipientId IS NOT old.recipientId
+                     OR new.members IS NOT old.members OR old.status = 'rejected') BEGIN
                 INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                    SELECT new.conversationId, new.recipientId WHERE new.recipientId IS NOT NULL;
+                    SELECT new.conversationId, new.userId WHERE new.userId NOT IN (SELECT userId FROM threadMemberErased);
                 INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                    SELECT new.conversationId, value FROM json_each(COALESCE(new.members, '[]')) WHERE type = 'text';
+                    SELECT new.conversationId, new.recipientId WHERE new.recipientId IS NOT NULL
+                        AND new.recipientId NOT IN (SELECT userId FROM threadMemberErased);
+                INSERT OR IGNORE INTO threadMember (conversationId, userId)
+                    SELECT new.conversationId, value FROM json_each(COALESCE(new.members, '[]'))
+                    WHERE type = 'text' AND value NOT IN (SELECT userId FROM threadMemberErased);
             END;
 
             CREATE TRIGGER threadMessageOnInsert AFTER INSERT ON item
@@ -102,9 +116,10 @@ extension SQLiteStore {
             END;
 
             INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                SELECT conversationId, userId FROM item WHERE kind = 'text' AND conversationId IS NOT NULL;
+                SELECT conversationId, userId FROM item WHERE kind = 'text' AND conversationId IS NOT NULL AND status != 'rejected';
             INSERT OR IGNORE INTO threadMember (conversationId, userId)
-                SELECT conversationId, recipientId FROM item WHERE kind = 'text' AND conversationId IS NOT NULL AND recipientId IS NOT NULL;
+                SELECT conversationId, recipientId FROM item
+                WHERE kind = 'text' AND conversationId IS NOT NULL AND recipientId IS NOT NULL AND status != 'rejected';
             INSERT INTO threadMessage (itemId, conversationId, orderAt)
                 SELECT id, conversationId, createdAt FROM item
                 WHERE kind = 'text' AND status = 'approved' AND conversationId IS NOT NULL AND text IS NOT NULL ORDER BY createdAt, rowid;

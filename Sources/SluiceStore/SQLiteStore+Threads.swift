@@ -44,6 +44,12 @@ extension SQLiteStore {
         }
     }
 
+    public func threadMembers(_ conversationId: String) async throws(StoreError) -> [String] {
+        try await read("read the members of \(conversationId)") { db in
+            try String.fetchAll(db, sql: "SELECT userId FROM threadMember WHERE conversationId = ? ORDER BY userId", arguments: [conversationId])
+        }
+    }
+
     public func threadExists(_ conversationId: String) async throws(StoreError) -> Bool {
         try await read("look up the conversation \(conversationId)") { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM threadMember WHERE conversationId = ?)", arguments: [conversationId]) ?? false
@@ -137,10 +143,20 @@ extension SQLiteStore {
         }
     }
 
-    public func storeThreadInsight(key: String, conversationId: String, body: String, at date: Date) async throws(StoreError) {
+    @discardableResult
+    public func storeThreadInsight(key: String, conversationId: String, seqs: [Int64], body: String, at date: Date) async throws(StoreError) -> Bool {
         try await write("cache a thread answer") { db in
+            // Only while every message the answer was made from is still in the thread: an answer that outlived a
+            // block or an erasure during the provider call is not kept.
+            var present = 0
+            for chunk in seqs.chunked(500) {
+                present += try Int.fetchOne(db, sql: "SELECT count(*) FROM threadMessage WHERE conversationId = ? AND seq IN (\(Self.placeholders(chunk.count)))",
+                                            arguments: [conversationId] + StatementArguments(Array(chunk))) ?? 0
+            }
+            guard present == seqs.count else { return false }
             try db.execute(sql: "INSERT OR REPLACE INTO threadInsight (key, conversationId, body, createdAt) VALUES (?, ?, ?, ?)",
                            arguments: [key, conversationId, body, date])
+            return true
         }
     }
 

@@ -54,6 +54,7 @@ import Testing
             return """
             {"items":[{"task":"Send the invoice","assignee":"ben","deadline":"2026-11-27","priority":"high","status":"open","sourceMessageId":\(first)},
             {"task":"Invented task","assignee":null,"deadline":"next week","priority":"low","status":"open","sourceMessageId":99999},
+            {"task":"Book the venue","assignee":"zed","deadline":"soon","priority":"medium","status":"in-progress","sourceMessageId":\(third)},
             {"task":"Finished task","assignee":null,"deadline":null,"priority":"low","status":"done","sourceMessageId":\(first)}]}
             """
         }
@@ -182,15 +183,18 @@ import Testing
 
             let actions = try await Self.call(client, "extractActionItems", #"{"conversationId": "c1", "messageLimit": 50}"#)
             let items = try #require(actions["items"] as? [[String: Any]])
-            #expect(items.count == 1, "the invented source and the done task are left out")
+            #expect(items.count == 2, "the invented source and the done task are left out")
+            #expect(items.last?["assignee"] is NSNull, "zed is not in the conversation: no assignee")
+            #expect(items.last?["deadline"] is NSNull, "\"soon\" is not a date")
+            #expect(items.last?["status"] as? String == "in-progress")
             #expect(items.first?["task"] as? String == "Send the invoice")
             #expect(items.first?["assignee"] as? String == "ben")
             #expect(items.first?["deadline"] as? String == "2026-11-27")
             #expect(items.first?["priority"] as? String == "high")
             #expect(items.first?["status"] as? String == "open")
             #expect(items.first?["sourceMessage"] as? String == "m1")
-            #expect((actions["actionItems"] as? [[String: Any]])?.count == 1)
-            #expect(actions["totalCount"] as? Int == 1)
+            #expect((actions["actionItems"] as? [[String: Any]])?.count == 2)
+            #expect(actions["totalCount"] as? Int == 2)
 
             let decisions = try await Self.call(client, "trackDecisions", #"{"conversationId": "c1"}"#)
             let list = try #require(decisions["decisions"] as? [[String: Any]])
@@ -402,9 +406,11 @@ import Testing
         let root = try TemporaryDataRoot()
         try await ConversationRulesTests.send(root, Self.lines())
         let embed = try await FakeEmbeddingServer.start { received, index in
-            guard index == 0 else { return nil }
-            // First call: one vector too few.
-            return .init(body: #"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[1,0]}],"model":"m"}"#)
+            switch index {
+            case 0: return .init(status: 503, body: #"{"error":{"message":"overloaded"}}"#)  // may pass: the pass stops
+            case 1: return .init(body: #"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[1,0]}],"model":"m"}"#)  // too few
+            default: return nil
+            }
         }
         defer { embed.stop() }
         let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
@@ -415,6 +421,62 @@ import Testing
         let indexer = try #require(services.embeddingIndexer())
         await #expect(throws: ProviderError.self) { try await indexer.indexPending() }
         #expect(try await services.store.messagesNeedingEmbedding(model: "all-MiniLM-L6-v2", limit: 100).count == 6)
+        // A batch answered with one vector too few is not stored; each message is then asked for on its own.
         #expect(try await indexer.indexPending() == 6)
+        #expect(embed.received.count == 2 + 6)
+        let vectors = try await services.store.embeddings(seqs: Array(1...20), model: "all-MiniLM-L6-v2")
+        #expect(vectors.count == 6 && vectors.values.allSatisfy { $0.count == 64 })
+    }
+    @Test func erasedUsersAreNotMadeMembersAgainAndLateAnswersAreNotCached() async throws {
+        let root = try TemporaryDataRoot()
+        let store = try await ConversationRulesTests.send(root, Self.lines())
+        #expect(try await store.isThreadMember("cy", conversationId: "c1"))
+        try await store.eraseRelations(of: "cy")
+        #expect(try await store.isThreadMember("cy", conversationId: "c1") == false)
+        // Re-saving ana's line that lists cy (a decision, a reprocess) does not bring cy back.
+        let first = try #require(try await store.item("m1"))
+        var held = first
+        held.status = .review
+        try await store.recordStatusChange(held, from: .approved, type: "review", detail: "test")
+        try await store.recordStatusChange(first, from: .review, type: "review", detail: "test")
+        #expect(try await store.isThreadMember("cy", conversationId: "c1") == false)
+        // A line cy sends again makes cy a member again.
+        try await ConversationRulesTests.send(root, [["id": "m9", "userId": "cy", "conversationId": "c1", "text": "I am back."]])
+        #expect(try await store.isThreadMember("cy", conversationId: "c1"))
+
+        // An answer made from a message that left the thread meanwhile is not cached.
+        let thread = try await store.threadMessages(conversationId: "c1", limit: 100)
+        var blocked = try #require(try await store.item("m2"))
+        blocked.status = .blocked
+        try await store.recordStatusChange(blocked, from: .approved, type: "review", detail: "test")
+        #expect(try await store.storeThreadInsight(key: "late", conversationId: "c1", seqs: thread.map(\.seq), body: "{}", at: Date()) == false)
+        #expect(try await store.threadInsight(key: "late") == nil)
+        let now = try await store.threadMessages(conversationId: "c1", limit: 100)
+        #expect(try await store.storeThreadInsight(key: "current", conversationId: "c1", seqs: now.map(\.seq), body: "{}", at: Date()))
+        #expect(try await store.threadInsight(key: "current") == "{}")
+    }
+
+    @Test func aMessageTheEmbeddingProviderRefusesDoesNotHoldUpTheOthers() async throws {
+        let root = try TemporaryDataRoot()
+        try await ConversationRulesTests.send(root, Self.lines())
+        // 400 for any batch holding the landlord message; everything else is embedded.
+        let embed = try await FakeEmbeddingServer.start { received, _ in
+            let inputs = received.json?["input"] as? [String] ?? []
+            guard inputs.contains(where: { $0.contains("landlord") }) else { return nil }
+            return .init(status: 400, body: #"{"error":{"message":"input rejected","type":"invalid_request_error"}}"#)
+        }
+        defer { embed.stop() }
+        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
+            config.threads.embeddings.provider = .openAICompatible
+            config.threads.embeddings.baseURL = embed.baseURL + "/v1"
+            config.threads.embeddings.model = "fake-bow"
+            config.threads.embeddings.maxAttempts = 1
+        }, environment: [:], logger: quietLogger)
+        let indexer = try #require(services.embeddingIndexer())
+        #expect(try await indexer.indexPending() == 6)
+        #expect(try await services.store.messagesNeedingEmbedding(model: "fake-bow", limit: 10).isEmpty, "the refused one is not retried")
+        let vectors = try await services.store.embeddings(seqs: Array(1...20), model: "fake-bow")
+        #expect(vectors.values.filter(\.isEmpty).count == 1)
+        #expect(vectors.values.filter { !$0.isEmpty }.count == 5)
     }
 }

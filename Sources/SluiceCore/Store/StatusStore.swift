@@ -202,6 +202,8 @@ public protocol StatusStore: Sendable {
     func threadMessages(seqs: [Int64]) async throws(StoreError) -> [ThreadMessage]
     /// Whether the user is a member of the conversation (sender, recipient or listed in `members`).
     func isThreadMember(_ userId: String, conversationId: String) async throws(StoreError) -> Bool
+    /// The conversation's members.
+    func threadMembers(_ conversationId: String) async throws(StoreError) -> [String]
     /// Whether anybody is a member of the conversation (it exists).
     func threadExists(_ conversationId: String) async throws(StoreError) -> Bool
     /// The conversations a user belongs to.
@@ -219,8 +221,10 @@ public protocol StatusStore: Sendable {
     func storeEmbeddings(_ vectors: [Int64: [Float]], model: String, at date: Date) async throws(StoreError) -> Int
     /// A cached thread answer (summary, action items, decisions) by its key.
     func threadInsight(key: String) async throws(StoreError) -> String?
-    /// Caches an answer; a change to the conversation's messages removes its answers.
-    func storeThreadInsight(key: String, conversationId: String, body: String, at date: Date) async throws(StoreError)
+    /// Caches an answer made from the messages `seqs`, if they are all still in the thread (false otherwise); a change
+    /// to the conversation's messages removes its answers.
+    @discardableResult
+    func storeThreadInsight(key: String, conversationId: String, seqs: [Int64], body: String, at date: Date) async throws(StoreError) -> Bool
 }
 
 extension StatusStore {

@@ -21,18 +21,37 @@ public struct EmbeddingIndexer: Sendable {
     /// Longest text sent for a vector (MiniLM-class models read 256 word pieces; more is wasted bytes).
     static let maxCharacters = 2000
 
-    /// Embeds up to `maxBatches` batches; returns how many messages got a vector. Stops at the first failure
-    /// (thrown), leaving the rest for the next pass.
+    /// Embeds up to `maxBatches` batches; returns how many messages got a vector. A failure that may pass (429,
+    /// 5xx, timeouts, connection errors) stops the pass and is thrown, leaving the rest for the next one. A batch the
+    /// provider refuses for good (another 4xx, an answer that breaks the protocol) is retried a message at a time,
+    /// and a message it still refuses is recorded with no vector — it is not retried, and search finds it by
+    /// keyword only — so one bad message never holds up the ones after it.
     @discardableResult
     public func indexPending(maxBatches: Int = .max, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Int {
         var total = 0
         var batches = 0
-        while batches < maxBatches {
+        while batches < maxBatches, !Task.isCancelled {
             let todo = try await store.messagesNeedingEmbedding(model: provider.model, limit: batchSize)
             guard !todo.isEmpty else { break }
-            let vectors = try await provider.embed(todo.map { String($0.text.prefix(Self.maxCharacters)) })
             var byNumber: [Int64: [Float]] = [:]
-            for (message, vector) in zip(todo, vectors) { byNumber[message.seq] = vector }
+            do throws(ProviderError) {
+                let vectors = try await provider.embed(todo.map { String($0.text.prefix(Self.maxCharacters)) })
+                for (message, vector) in zip(todo, vectors) { byNumber[message.seq] = vector }
+            } catch where error.isRetryable || error.kind == .circuitOpen || error.kind == .cancelled {
+                throw error
+            } catch {
+                logger.warning("the embedding provider refused a batch of \(todo.count) (\(error)); embedding them one at a time")
+                for message in todo {
+                    do throws(ProviderError) {
+                        byNumber[message.seq] = try await provider.embed([String(message.text.prefix(Self.maxCharacters))]).first ?? []
+                    } catch where error.isRetryable || error.kind == .circuitOpen || error.kind == .cancelled {
+                        throw error
+                    } catch {
+                        logger.warning("message \(message.seq) gets no vector: the embedding provider refused it (\(error))")
+                        byNumber[message.seq] = []
+                    }
+                }
+            }
             let stored = try await store.storeEmbeddings(byNumber, model: provider.model, at: Date())
             Counter(label: "sluice_embeddings_total", dimensions: [("model", provider.model)]).increment(by: stored)
             total += stored

@@ -39,8 +39,6 @@ public struct ThreadIntelligence: Sendable {
 
     public func summarize(conversationId: String, messageLimit: Int?, reader: Reader) async throws(ThreadError) -> ThreadSummary {
         let thread = try await thread(conversationId, messageLimit: messageLimit, defaultLimit: 100, reader: reader)
-        let participants = Self.participants(thread)
-        let span = thread.first.flatMap { first in thread.last.map { ThreadSummary.TimeSpan(start: ThreadClock.iso(first.sentAt), end: ThreadClock.iso($0.sentAt)) } }
         guard !thread.isEmpty else {
             return ThreadSummary(summary: [], keyPoints: [], participants: [], messageCount: 0, timeSpan: nil, conversationId: conversationId,
                                  generatedAt: ThreadClock.iso(now()), provider: "none", model: "none", cached: false)
@@ -50,11 +48,15 @@ public struct ThreadIntelligence: Sendable {
                                             prompt: ThreadPrompts.summaryTask(transcript.text))
             let parsed = try ThreadPrompts.decode(ThreadPrompts.SummaryAnswer.self, answer, task: "summary")
             let points = parsed.summary.map { ThreadPrompts.clean($0) }.filter { !$0.isEmpty }
+            let included = transcript.included
+            let span = included.first.flatMap { first in
+                included.last.map { ThreadSummary.TimeSpan(start: ThreadClock.iso(first.sentAt), end: ThreadClock.iso($0.sentAt)) }
+            }
             guard !points.isEmpty else {
                 throw .provider(ProviderError(kind: .malformedResponse, message: "\(answer.provider) summary has no points"))
             }
             return ThreadSummary(summary: Array(points.prefix(12)), keyPoints: Array(parsed.keyPoints.map { ThreadPrompts.clean($0) }.filter { !$0.isEmpty }.prefix(8)),
-                                 participants: participants, messageCount: transcript.included.count, timeSpan: span,
+                                 participants: Self.participants(included), messageCount: included.count, timeSpan: span,
                                  conversationId: conversationId, generatedAt: ThreadClock.iso(self.now()), provider: answer.provider,
                                  model: answer.model, cached: false)
         }
@@ -71,6 +73,7 @@ public struct ThreadIntelligence: Sendable {
                                             prompt: ThreadPrompts.actionItemsTask(transcript.text))
             let parsed = try ThreadPrompts.decode(ThreadPrompts.ActionItemsAnswer.self, answer, task: "action items")
             let byNumber = Dictionary(transcript.included.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+            let people = try await self.people(conversationId, transcript.included)
             var items: [ActionItem] = []
             var invented = 0
             for item in parsed.items {
@@ -81,13 +84,17 @@ public struct ThreadIntelligence: Sendable {
                 let task = ThreadPrompts.clean(item.task)
                 guard !task.isEmpty, item.status != "done" else { continue }
                 let priority = ["high", "medium", "low"].contains(item.priority) ? item.priority : "medium"
-                let assignee = item.assignee.map { ThreadPrompts.clean($0, limit: 128) }.flatMap { $0.isEmpty ? nil : $0 }
+                var assignee = item.assignee.map { ThreadPrompts.clean($0, limit: 128) }.flatMap { $0.isEmpty ? nil : $0 }
+                if let named = assignee, !people.contains(named) {
+                    invented += 1
+                    assignee = nil
+                }
                 items.append(ActionItem(id: "ai_\(source.seq)_\(items.count + 1)", task: task, assignee: assignee,
                                         deadline: ThreadPrompts.deadline(item.deadline), priority: priority,
                                         status: item.status == "in-progress" ? "in-progress" : "open",
                                         sourceMessageId: source.seq, sourceMessage: source.id.rawValue))
             }
-            self.countInvented(invented, task: "actionItems", provider: answer.provider)
+            try self.countInvented(invented, task: "actionItems", provider: answer.provider, answered: parsed.items.count, kept: items.count)
             return ActionItemsResult(items: items, actionItems: items, totalCount: items.count, conversationId: conversationId,
                                      messageCount: transcript.included.count, generatedAt: ThreadClock.iso(self.now()),
                                      provider: answer.provider, model: answer.model, cached: false)
@@ -105,7 +112,7 @@ public struct ThreadIntelligence: Sendable {
                                             prompt: ThreadPrompts.decisionsTask(transcript.text))
             let parsed = try ThreadPrompts.decode(ThreadPrompts.DecisionsAnswer.self, answer, task: "decisions")
             let byNumber = Dictionary(transcript.included.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
-            let members = Set(transcript.included.flatMap { [$0.senderId] + ($0.recipientId.map { [$0] } ?? []) })
+            let members = try await self.people(conversationId, transcript.included)
             var decisions: [TrackedDecision] = []
             var invented = 0
             for decision in parsed.decisions {
@@ -126,7 +133,7 @@ public struct ThreadIntelligence: Sendable {
                     timestamp: sources.last.map { ThreadClock.iso($0.sentAt) }, context: ThreadPrompts.clean(decision.context),
                     sourceMessageIds: sources.map(\.seq), sourceMessages: sources.map(\.id.rawValue)))
             }
-            self.countInvented(invented, task: "decisions", provider: answer.provider)
+            try self.countInvented(invented, task: "decisions", provider: answer.provider, answered: parsed.decisions.count, kept: decisions.count)
             return DecisionsResult(decisions: decisions, totalCount: decisions.count, conversationId: conversationId,
                                    messageCount: transcript.included.count, generatedAt: ThreadClock.iso(self.now()),
                                    provider: answer.provider, model: answer.model, cached: false)
@@ -212,7 +219,7 @@ public struct ThreadIntelligence: Sendable {
         let transcript = ThreadPrompts.transcript(thread, maxCharacters: config.maxPromptCharacters)
         let numbers = transcript.included.map { String($0.seq) }.joined(separator: ",")
         let last = transcript.included.last?.id.rawValue ?? ""
-        let key = "\(task)|\(conversationId)|\(last)|\(provider.name)|\(provider.model)|\(ContentHash.sha256(Data(numbers.utf8)))"
+        let key = "\(task)|v\(ThreadPrompts.version)|\(conversationId)|\(last)|\(provider.name)|\(provider.endpoint)|\(provider.model)|\(ContentHash.sha256(Data(numbers.utf8)))"
         if let body = try? await store.threadInsight(key: key), var hit = try? JSONDecoder().decode(CachedAnswer<T>.self, from: Data(body.utf8)).value {
             hit.cached = true
             return hit
@@ -220,7 +227,8 @@ public struct ThreadIntelligence: Sendable {
         let value = try await make(provider, transcript)
         if let data = try? JSONEncoder().encode(CachedAnswer(value: value)) {
             do {
-                try await store.storeThreadInsight(key: key, conversationId: conversationId, body: String(decoding: data, as: UTF8.self), at: now())
+                try await store.storeThreadInsight(key: key, conversationId: conversationId, seqs: transcript.included.map(\.seq),
+                                                   body: String(decoding: data, as: UTF8.self), at: now())
             } catch {
                 logger.warning("could not cache the \(task) answer for \(conversationId): \(error)")
             }
@@ -230,10 +238,24 @@ public struct ThreadIntelligence: Sendable {
 
     struct CachedAnswer<T: Codable>: Codable { var value: T }
 
-    func countInvented(_ count: Int, task: String, provider: String) {
+    /// Counts what the model invented; an answer whose every entry was dropped for invented sources is a failure
+    /// (not an empty list cached as if the thread had none).
+    func countInvented(_ count: Int, task: String, provider: String, answered: Int, kept: Int) throws(ThreadError) {
         guard count > 0 else { return }
         logger.warning("\(provider) referred to \(count) message(s) or people not in the thread (\(task)); dropped")
         Counter(label: "sluice_thread_invented_references_total", dimensions: [("task", task), ("provider", provider)]).increment(by: count)
+        if answered > 0, kept == 0, count >= answered {
+            throw .provider(ProviderError(kind: .malformedResponse,
+                                          message: "\(provider) \(task) answer refers only to messages or people not in the thread"))
+        }
+    }
+
+    /// Who may be named in an answer: the conversation's members and the transcript's senders and recipients.
+    func people(_ conversationId: String, _ messages: [ThreadMessage]) async throws(ThreadError) -> Set<String> {
+        var people = Set(messages.flatMap { [$0.senderId] + ($0.recipientId.map { [$0] } ?? []) })
+        let members = try await storeCall { () async throws(StoreError) in try await store.threadMembers(conversationId) }
+        people.formUnion(members)
+        return people
     }
 
     static func participants(_ thread: [ThreadMessage]) -> [String] {

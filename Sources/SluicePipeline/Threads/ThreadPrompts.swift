@@ -4,6 +4,9 @@ import SluiceCore
 /// The three LLM tasks: their instructions, their answers' JSON Schemas (strict: every property required, no
 /// others) and how an answer is checked against the thread it was asked about.
 enum ThreadPrompts {
+    /// Part of every cache key: bump it when an instruction or schema changes, so no answer to the old wording is served.
+    static let version = 1
+
     static let system = """
     You analyse one chat conversation for its members. Each message is shown as [#N] time sender: text, where N is \
     the message's number. Use only what the messages say; never invent people, dates or messages. Refer to messages \
