@@ -7,18 +7,33 @@ import SluiceServices
 struct PriorityCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "priority",
-        abstract: "Score how urgent a message is: {priority, urgencyScore, isUrgent, reason, urgencyIndicators}.")
+        abstract: "Score how urgent a message is: {priority, urgencyScore, isUrgent, reason, urgencyIndicators, confidence, timeframe, category, recommendedAction}.",
+        discussion: """
+            With --labelled FILE (JSON Lines {"text", "context"?, "band": high|medium|low}) it scores every line with the \
+            configured engine and prints the band accuracy, the high↔low swaps and the confusion matrix (--misses lists \
+            the lines it got wrong).
+            """)
 
     @OptionGroup var common: CommonOptions
 
     @Argument(help: "The message.")
-    var text: String
+    var text: String?
 
-    @Option(help: "Conversation context (used by the LLM engine).")
+    @Option(help: "Conversation context: earlier messages (an earlier \"the server is down\" makes \"any update??\" urgent).")
     var context: String?
+
+    @Option(help: "Measure the engine on a labelled JSON Lines file instead.")
+    var labelled: String?
+
+    @Flag(help: "With --labelled: list the lines scored in the wrong band.")
+    var misses = false
 
     @Flag(help: "Print JSON.")
     var json = false
+
+    func validate() throws {
+        if (text == nil) == (labelled == nil) { throw ValidationError("give a message or --labelled FILE (one of them)") }
+    }
 
     func run() async throws {
         let config = try common.loadConfig().config
@@ -28,7 +43,11 @@ struct PriorityCommand: AsyncParsableCommand {
         } catch {
             throw CLIError(message: "\(error)")
         }
-        let verdict = await engine.score(text, context: context)
+        if let labelled {
+            try await evaluate(engine, file: labelled)
+            return
+        }
+        let verdict = await engine.score(text ?? "", context: context)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -38,5 +57,63 @@ struct PriorityCommand: AsyncParsableCommand {
             for indicator in verdict.urgencyIndicators { print("  - \(indicator)") }
             if let fallback = verdict.fallbackReason { print("  (rules used: \(fallback))") }
         }
+    }
+
+    struct Labelled: Decodable {
+        var id: String?
+        var text: String
+        var context: String?
+        var band: String
+    }
+
+    struct Evaluation: Encodable {
+        var file: String
+        var lines: Int
+        var correct: Int
+        var accuracy: Double
+        var swaps: Int
+        /// expected band → scored band → count.
+        var confusion: [String: [String: Int]]
+    }
+
+    func evaluate(_ engine: any PriorityEngine, file: String) async throws {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+            throw CLIError(message: "cannot read \(file): \(error.localizedDescription)")
+        }
+        let bands = ["high", "medium", "low"]
+        var confusion = Dictionary(uniqueKeysWithValues: bands.map { ($0, Dictionary(uniqueKeysWithValues: bands.map { ($0, 0) })) })
+        var lines = 0
+        var correct = 0
+        var swaps = 0
+        for (index, raw) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+            let line: Labelled
+            do { line = try JSONDecoder().decode(Labelled.self, from: Data(raw)) } catch {
+                throw CLIError(message: "\(file):\(index + 1): not a labelled line {\"text\", \"context\"?, \"band\"}: \(error)")
+            }
+            guard bands.contains(line.band) else { throw CLIError(message: "\(file):\(index + 1): band \"\(line.band)\" is not high, medium or low") }
+            let verdict = await engine.score(line.text, context: line.context)
+            lines += 1
+            confusion[line.band, default: [:]][verdict.priority, default: 0] += 1
+            if verdict.priority == line.band {
+                correct += 1
+            } else {
+                if Set([verdict.priority, line.band]) == ["high", "low"] { swaps += 1 }
+                if misses, !json {
+                    print("\(line.id ?? "line \(index + 1)"): expected \(line.band), scored \(verdict.priority) (\(verdict.urgencyScore)): \(line.text.prefix(100))"
+                          + (line.context.map { "  [context: \($0.prefix(60))]" } ?? "") + "  — \(verdict.urgencyIndicators.prefix(4).joined(separator: "; "))")
+                }
+            }
+        }
+        let result = Evaluation(file: file, lines: lines, correct: correct, accuracy: lines == 0 ? 0 : Double(correct) / Double(lines),
+                                swaps: swaps, confusion: confusion)
+        if json {
+            try printJSON(result)
+            return
+        }
+        print("\(file): \(correct)/\(lines) in the right band = \(String(format: "%.1f%%", result.accuracy * 100)); high↔low swaps: \(swaps)")
+        var table = TextTable(headers: ["EXPECTED \\ SCORED", "HIGH", "MEDIUM", "LOW"])
+        for band in bands { table.rows.append([band] + bands.map { "\(confusion[band]?[$0] ?? 0)" }) }
+        print(table.render())
     }
 }

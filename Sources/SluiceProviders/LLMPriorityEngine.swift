@@ -14,8 +14,11 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
     static let systemPrompt = """
     You rate how urgent a chat message is for the person receiving it. Answer with one JSON object and nothing \
     else: {"priority": "high"|"medium"|"low", "urgencyScore": integer 0-100, "isUrgent": boolean, \
-    "reason": short string, "urgencyIndicators": array of short strings}. high is a score of 70 or more, \
-    medium 20-69, low below 20; isUrgent is true exactly when priority is high.
+    "reason": short string, "urgencyIndicators": array of short strings, "confidence": "high"|"medium"|"low", \
+    "timeframe": "immediate"|"today"|"soon"|"none", "category": "emergency"|"safety"|"health"|"work"|"family"|\
+    "logistics"|"finance"|"social"|"info", "recommendedAction": short string}. high is a score of 70 or more, \
+    medium 20-69, low below 20; isUrgent is true exactly when priority is high. Use the conversation context: a \
+    short follow-up to an emergency or an outage is as urgent as it.
     """
 
     let url: String
@@ -66,6 +69,10 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
         var isUrgent: Bool
         var reason: String
         var urgencyIndicators: [String]
+        var confidence: String?
+        var timeframe: String?
+        var category: String?
+        var recommendedAction: String?
     }
 
     public func score(_ text: String, context: String?) async -> PriorityVerdict {
@@ -103,7 +110,8 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw ProviderError(kind: .malformedResponse, message: "priority LLM answer is not a JSON object")
         }
-        let expected: Set<String> = ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators"]
+        let expected: Set<String> = ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators", "confidence", "timeframe", "category",
+                                     "recommendedAction"]
         if let extra = Set(object.keys).subtracting(expected).sorted().first {
             throw ProviderError(kind: .malformedResponse, message: "priority LLM answer has an unexpected field \"\(extra)\"")
         }
@@ -118,7 +126,19 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
             throw ProviderError(kind: .malformedResponse,
                                 message: "priority LLM answer is inconsistent: \(answer.priority) with score \(answer.urgencyScore), isUrgent \(answer.isUrgent)")
         }
+        func choice(_ value: String?, _ field: String, _ allowed: [String]) throws(ProviderError) -> String? {
+            guard let value else { return nil }
+            guard allowed.contains(value) else {
+                throw ProviderError(kind: .malformedResponse, message: "priority LLM \(field) \"\(value.prefix(40))\" is not one of \(allowed.joined(separator: ", "))")
+            }
+            return value
+        }
         return PriorityVerdict(urgencyScore: answer.urgencyScore, reason: String(answer.reason.prefix(500)),
-                               urgencyIndicators: answer.urgencyIndicators.prefix(20).map { String($0.prefix(100)) }, engine: "llm")
+                               urgencyIndicators: answer.urgencyIndicators.prefix(20).map { String($0.prefix(100)) }, engine: "llm",
+                               confidence: try choice(answer.confidence, "confidence", ["high", "medium", "low"]),
+                               timeframe: try choice(answer.timeframe, "timeframe", ["immediate", "today", "soon", "none"]),
+                               category: try choice(answer.category, "category", ["emergency", "safety", "health", "work", "family", "logistics",
+                                                                                  "finance", "social", "info"]),
+                               recommendedAction: answer.recommendedAction.map { String($0.prefix(300)) })
     }
 }

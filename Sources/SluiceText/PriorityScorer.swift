@@ -12,17 +12,27 @@ public struct PriorityScorer: Sendable {
         public var kind: String
         /// The phrase as written in the TSV, for explanations ("can't wait", not its folded "can wait").
         public var label: String
+        /// What the message is about when this phrase is in it (seed 004's `category`), if the TSV says.
+        public var category: String?
     }
+
+    /// Laughing emoji: a joke, whatever its words say ("URGENT: who ate my yoghurt 😂").
+    static let laughing: Set<Unicode.Scalar> = ["\u{1F602}", "\u{1F923}", "\u{1F606}", "\u{1F605}"]
+    /// Urgency points at which a message is high.
+    static let highAt = 50
+    static let kinds = ["urgent", "emergency", "deadline", "escalation", "negative", "immediate", "blocking", "request", "today", "soon",
+                        "celebration", "benign", "followup"]
+    static let categories = ["emergency", "safety", "health", "work", "family", "logistics", "finance", "social", "info"]
 
     private let lexicon: [String: Entry]
     static let negators: Set<String> = ["not", "no", "isn", "isnt", "don", "dont", "never", "without", "nothing", "aren", "arent",
                                         "wasn", "wasnt", "nobody", "hardly"]
-    static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "eod", "cob", "monday", "tuesday",
+    static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "monday", "tuesday",
                                          "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime"]
     static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
-                                     "h", "m"]
+                                     "h", "m", "day", "days", "week", "weeks"]
     static let deadlineWords: Set<String> = ["by", "before", "until", "till"]
-    static let durationWords: Set<String> = ["in", "within"]
+    static let durationWords: Set<String> = ["in", "within", "next"]
     static let questionWords: Set<String> = ["can", "could", "will", "would", "are", "is", "do", "does", "did", "when", "where", "what",
                                              "why", "how", "who", "have", "has", "should", "any"]
 
@@ -66,61 +76,86 @@ public struct PriorityScorer: Sendable {
             let line = raw.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
             if line.isEmpty || line.hasPrefix("#") { continue }
             let columns = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard columns.count == 3, let weight = Int(columns[1]),
-                  ["urgent", "emergency", "deadline", "escalation", "negative"].contains(columns[2]) else {
+            guard (3...4).contains(columns.count), let weight = Int(columns[1]), kinds.contains(columns[2]),
+                  columns.count == 3 || categories.contains(columns[3]) else {
                 throw WordlistError(source: file.path, line: index + 1,
-                                    message: "expected phrase<TAB>weight (integer)<TAB>kind (urgent, emergency, deadline, escalation, negative)")
+                                    message: "expected phrase<TAB>weight (integer)<TAB>kind (\(kinds.joined(separator: ", ")))[<TAB>category (\(categories.joined(separator: ", ")))]")
             }
             let phrase = TextNormalizer.normalizeTerm(columns[0]).split(separator: " ").map(String.init)
             guard !phrase.isEmpty else { throw WordlistError(source: file.path, line: index + 1, message: "empty phrase") }
-            indicators.append(Indicator(phrase: phrase, weight: weight, kind: columns[2], label: columns[0]))
+            indicators.append(Indicator(phrase: phrase, weight: weight, kind: columns[2], label: columns[0],
+                                        category: columns.count == 4 ? columns[3] : nil))
         }
         return PriorityScorer(indicators: indicators)
     }
 
-    public func score(_ text: String) -> PriorityVerdict {
+    public func score(_ text: String) -> PriorityVerdict { score(text, context: nil) }
+
+    /// What one text says: indicator weights by kind, the labels that explain them, and the shape of the message.
+    struct Signals {
+        var weights: [String: Int] = [:]
+        var found: [(weight: Int, kind: String, label: String)] = []
+        var negated: [String] = []
+        var categories: [String: Int] = [:]
+        /// The nearest relative deadline in minutes ("in 10 minutes", "in 5"), if any.
+        var minutes: Int?
+        var clockDeadline = false
+        var question = false
+        var shouting = false
+        var exclamations = 0
+        var wordCount = 0
+
+        func has(_ kind: String) -> Bool { weights[kind] != nil }
+        func sum(_ kind: String) -> Int { weights[kind] ?? 0 }
+    }
+
+    func signals(_ text: String) -> Signals {
         let words = Self.words(text)
         let entries = words.map { lexicon[$0] }
         func has(_ position: Int, _ role: Roles) -> Bool { entries[position]?.roles.contains(role) == true }
-        var score = 0
-        var found: [(weight: Int, label: String)] = []
-        var negatedNotes: [String] = []
+        var signals = Signals()
+        signals.wordCount = words.count
+        func add(_ weight: Int, _ kind: String, _ label: String, category: String? = nil) {
+            signals.weights[kind, default: 0] += weight
+            signals.found.append((weight, kind, label))
+            if let category { signals.categories[category, default: 0] += max(1, abs(weight)) }
+        }
         var index = 0
         while index < words.count {
             var matched = 0
             for indicator in entries[index]?.indicators ?? [] where indicator.phrase.count > matched {
                 guard index + indicator.phrase.count <= words.count,
                       words[index..<(index + indicator.phrase.count)].elementsEqual(indicator.phrase) else { continue }
-                let phraseText = indicator.label
-                let negated = indicator.kind != "negative" && (max(0, index - 3)..<index).contains { has($0, .negator) }
+                let calming = ["negative", "benign", "celebration", "request", "today", "soon", "followup"].contains(indicator.kind)
+                let negated = !calming && (max(0, index - 2)..<index).contains { has($0, .negator) }
                 if negated {
-                    negatedNotes.append("negated: \(phraseText)")
+                    signals.negated.append("negated: \(indicator.label)")
                 } else {
-                    found.append((indicator.weight, "\(indicator.kind): \(phraseText)"))
+                    add(indicator.weight, indicator.kind, "\(indicator.kind): \(indicator.label)", category: indicator.category)
                 }
                 matched = indicator.phrase.count
             }
-            // Deadlines and times: "by 5pm", "before noon", "in 10 minutes", "within 2 hours".
-            if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
-                let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
-                found.append((25, "deadline: \(label)"))
-                matched = max(matched, 2)
-            } else if has(index, .duration), index + 2 < words.count, Self.isNumber(words[index + 1]), has(index + 2, .unit) {
-                let amount = Int(words[index + 1]) ?? 99
-                let minutes = words[index + 2].hasPrefix("h") ? amount * 60 : words[index + 2].hasPrefix("s") ? 0 : amount
-                found.append((minutes <= 60 ? 25 : 15, "deadline: \(words[index...(index + 2)].joined(separator: " "))"))
-                matched = max(matched, 3)
-            }
             index += max(1, matched)
         }
-        for (weight, _) in found { score += weight }
-
-        let exclamations = Self.longestRun(of: UInt8(ascii: "!"), in: text)
-        if exclamations >= 2 {
-            let weight = exclamations >= 3 ? 15 : 10
-            score += weight
-            found.append((weight, "exclamations: \(String(repeating: "!", count: min(exclamations, 5)))"))
+        // Deadlines and times, over every word (a phrase such as "leaves in" may end where one starts): "by 5pm",
+        // "before noon", "in 10 minutes", "within 2 hours", "in 5" (minutes when no unit follows and it is ≤ 60).
+        for index in words.indices {
+            if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
+                let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
+                add(25, "deadline", "deadline: \(label)")
+                if Self.isClockTime(words[index + 1]) { signals.clockDeadline = true }
+            } else if has(index, .duration), index + 1 < words.count, Self.isNumber(words[index + 1]) {
+                let amount = Int(words[index + 1]) ?? 99_999
+                let unit: String? = index + 2 < words.count && has(index + 2, .unit) ? words[index + 2] : nil
+                guard unit != nil || amount <= 60 else { continue }
+                let word = unit ?? "min"
+                let minutes = word.hasPrefix("h") ? amount * 60 : word.hasPrefix("d") ? amount * 1440 : word.hasPrefix("w") ? amount * 10_080
+                    : word.hasPrefix("s") ? 0 : amount
+                signals.minutes = min(signals.minutes ?? .max, minutes)
+                add(minutes <= 60 ? 25 : 15, "deadline", "deadline: \(words[index...min(index + (unit == nil ? 1 : 2), words.count - 1)].joined(separator: " "))")
+            }
         }
+        signals.exclamations = Self.longestRun(of: UInt8(ascii: "!"), in: text)
         var letters = 0
         var capitals = 0
         for byte in text.utf8 {
@@ -131,21 +166,84 @@ public struct PriorityScorer: Sendable {
                 letters += 1
             }
         }
-        if letters >= 8, Double(capitals) / Double(letters) >= 0.7 {
-            score += 20
+        signals.shouting = letters >= 8 && Double(capitals) / Double(letters) >= 0.7
+        signals.question = Self.endsWithQuestionMark(text) || (text.utf8.contains(UInt8(ascii: "?")) && !words.isEmpty && has(0, .question))
+            || text.utf8.contains(UInt8(ascii: "?"))
+        return signals
+    }
+
+    /// The band first, from what kind of message it is — an emergency or something blocking people now (high), a
+    /// request, a question or a deadline within days (medium), small talk, news, celebrations and "no rush" (low) —
+    /// then a score inside the band from how strong the signals are. An earlier message in `context` that was an
+    /// emergency or an outage makes a short follow-up ("any update??") as urgent as it.
+    public func score(_ text: String, context: String?) -> PriorityVerdict {
+        let t = signals(text)
+        let c = context.map(signals)
+        var found = t.found.map { (weight: $0.weight, label: $0.label) }
+        let emergency = t.sum("emergency")
+        let calming = t.sum("negative") < 0
+        let benign = t.has("benign")
+        let celebrating = t.has("celebration") || text.unicodeScalars.contains { Self.laughing.contains($0) }
+        let request = t.has("request") || t.question
+        let withinHour = t.minutes.map { $0 <= 60 } ?? false
+        let explicit = t.sum("urgent") >= 30
+        let immediate = t.has("immediate") || withinHour || explicit
+        let blocking = t.has("blocking")
+        let day = t.has("today") || t.clockDeadline
+        let later = t.has("soon") || (t.has("deadline") && !withinHour && !day)
+        let contextHot = c.map { $0.sum("emergency") >= 30 || $0.has("blocking") || $0.has("immediate") } ?? false
+        let followUp = t.wordCount <= 12 && (t.question || t.has("followup") || t.has("request"))
+
+        var urgency = t.sum("urgent") + (benign ? 0 : emergency) + t.sum("escalation") + t.sum("immediate") + t.sum("blocking")
+        if withinHour { urgency += 50 }
+        if explicit { urgency += 15 }
+        if request && (emergency >= 25 || blocking || immediate) {
+            urgency += 15
+            found.append((15, "asked to act on it"))
+        }
+        if t.shouting && (emergency > 0 || immediate || t.has("urgent") || blocking) {
+            urgency += 20
             found.append((20, "shouting in capitals"))
         }
-        if Self.endsWithQuestionMark(text) || (text.utf8.contains(UInt8(ascii: "?")) && !words.isEmpty && has(0, .question)) {
-            score += 10
-            found.append((10, "direct question awaiting an answer"))
+        if t.exclamations >= 2 && (emergency > 0 || immediate || blocking) {
+            urgency += 10
+            found.append((10, "exclamations: \(String(repeating: "!", count: min(t.exclamations, 5)))"))
         }
-        let verdictScore = min(100, max(0, score))
-        let reason: String
+        if contextHot && followUp {
+            urgency += 60
+            found.append((60, "follow-up on an urgent earlier message"))
+        }
+        if calming { urgency += t.sum("negative") }
+        if benign || celebrating { urgency -= 40 }
+
+        let band: String
+        if urgency >= Self.highAt {
+            band = "high"
+        } else if benign || (celebrating && !(request && (day || later))) || (calming && !day && !later) {
+            band = "low"
+        } else if request || day || later || immediate || t.has("deadline") || blocking || emergency >= 15 || t.has("urgent")
+                    || t.sum("escalation") >= 15 {
+            band = "medium"
+        } else {
+            band = "low"
+        }
+        if request && band != "low" { found.append((10, t.has("request") ? "request" : "direct question awaiting an answer")) }
+        let score: Int
+        switch band {
+        case "high": score = 70 + min(30, max(0, urgency - Self.highAt) / 2)
+        case "medium": score = 20 + min(49, max(0, urgency) / 2 + (request ? 10 : 0) + (day ? 10 : 0))
+        default: score = max(0, min(19, urgency / 3 + (request ? 5 : 0)))
+        }
+        let category = Self.category(t, context: c, celebrating: celebrating, band: band)
+        let timeframe = band == "high" ? "immediate" : band == "medium" ? (day || t.has("today") ? "today" : "soon") : "none"
+        let margin = band == "high" ? score - 70 : band == "medium" ? min(score - 20, 69 - score) : 19 - score
+        let confidence = margin >= 15 ? "high" : margin >= 6 ? "medium" : "low"
         let positives = found.filter { $0.weight > 0 }.map(\.label)
         let negatives = found.filter { $0.weight < 0 }.map(\.label)
-        switch PriorityVerdict.band(verdictScore) {
+        let reason: String
+        switch band {
         case "high": reason = "Urgent: " + positives.prefix(4).joined(separator: ", ")
-        case "medium": reason = "Some urgency: " + positives.prefix(4).joined(separator: ", ")
+        case "medium": reason = positives.isEmpty ? "Needs an answer" : "Some urgency: " + positives.prefix(4).joined(separator: ", ")
         default:
             if !negatives.isEmpty {
                 reason = "Not urgent: " + negatives.prefix(3).joined(separator: ", ")
@@ -155,8 +253,27 @@ public struct PriorityScorer: Sendable {
                 reason = "No urgency indicators"
             }
         }
-        return PriorityVerdict(urgencyScore: verdictScore, reason: reason + (negatedNotes.isEmpty ? "" : " (\(negatedNotes.joined(separator: ", ")))"),
-                               urgencyIndicators: found.map(\.label) + negatedNotes, engine: "rules")
+        return PriorityVerdict(urgencyScore: score, reason: reason + (t.negated.isEmpty ? "" : " (\(t.negated.joined(separator: ", ")))"),
+                               urgencyIndicators: found.map(\.label) + t.negated, engine: "rules",
+                               confidence: confidence, timeframe: timeframe, category: category,
+                               recommendedAction: Self.action(band: band, category: category, timeframe: timeframe))
+    }
+
+    static func category(_ t: Signals, context: Signals?, celebrating: Bool, band: String) -> String {
+        if let best = t.categories.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) { return best.key }
+        if let best = context?.categories.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }), band == "high" { return best.key }
+        if celebrating { return "social" }
+        return band == "low" ? "social" : "info"
+    }
+
+    static func action(band: String, category: String, timeframe: String) -> String {
+        switch (band, category) {
+        case ("high", "emergency"), ("high", "safety"), ("high", "health"):
+            return "Respond now; if someone is in danger, call the emergency services."
+        case ("high", _): return "Respond now: someone is waiting on you."
+        case ("medium", _): return timeframe == "today" ? "Reply today." : "Reply within a day or two."
+        default: return "No action needed soon; read when convenient."
+        }
     }
 
     /// Lowercased words with clock times kept whole ("5pm", "10:30").

@@ -99,8 +99,10 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["priority"] as? String == "high")
         #expect(object["isUrgent"] as? Bool == true)
-        #expect((object["urgencyIndicators"] as? [String])?.contains("emergency: ambulance") == true)
-        for key in ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators"] { #expect(object[key] != nil, "\(key)") }
+        #expect((object["urgencyIndicators"] as? [String])?.contains("emergency: call an ambulance") == true)
+        for key in ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators", "confidence", "timeframe", "category",
+                    "recommendedAction"] { #expect(object[key] != nil, "\(key)") }
+        #expect(object["category"] as? String == "health")
 
         let off = try await shell(TestEnvironment.sluiceBinary, ["caption", TestEnvironment.fixture("images/photos/rocket.jpg").path,
                                                            "--config", config.path])

@@ -311,7 +311,11 @@ schemas["SmartSearch"] = {"type": "object", "required": ["results", "totalResult
 schemas["Priority"] = {"type": "object", "required": ["urgencyScore", "priority", "isUrgent", "reason", "urgencyIndicators"], "properties": {
     "urgencyScore": {"type": "integer", "minimum": 0, "maximum": 100}, "priority": {"type": "string", "enum": ["high", "medium", "low"]},
     "isUrgent": {"type": "boolean"}, "reason": {"type": "string"}, "urgencyIndicators": {"type": "array", "items": {"type": "string"}},
-    "engine": {"type": "string"}, "fallbackReason": {"type": "string"}}}
+    "engine": {"type": "string"}, "fallbackReason": {"type": "string"},
+    "confidence": {"type": "string", "enum": ["high", "medium", "low"], "description": "Seed 004's optional field: the score's distance from its band's edges."},
+    "timeframe": {"type": "string", "enum": ["immediate", "today", "soon", "none"]},
+    "category": {"type": "string", "enum": ["emergency", "safety", "health", "work", "family", "logistics", "finance", "social", "info"]},
+    "recommendedAction": {"type": "string"}}}
 schemas["TextVerdict"] = {"type": "object", "required": ["allowed", "reason", "matches", "censored"], "properties": {
     "allowed": {"type": "boolean"}, "reason": {"type": ["string", "null"]}, "censored": {"type": "string"},
     "matches": {"type": "array", "items": {"type": "object", "required": ["term", "category", "severity", "start", "end"], "properties": {

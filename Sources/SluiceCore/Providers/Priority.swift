@@ -10,8 +10,15 @@ public struct PriorityVerdict: Sendable, Codable, Equatable {
     public var engine: String
     /// Why the LLM engine's answer was not used, when it was not.
     public var fallbackReason: String?
+    /// Seed 004's optional fields: how sure (`high`|`medium`|`low`, from the score's distance to the nearest band
+    /// edge), when to act (`immediate`|`today`|`soon`|`none`), what it is about, and what to do.
+    public var confidence: String?
+    public var timeframe: String?
+    public var category: String?
+    public var recommendedAction: String?
 
-    public init(urgencyScore: Int, reason: String, urgencyIndicators: [String], engine: String, fallbackReason: String? = nil) {
+    public init(urgencyScore: Int, reason: String, urgencyIndicators: [String], engine: String, fallbackReason: String? = nil,
+                confidence: String? = nil, timeframe: String? = nil, category: String? = nil, recommendedAction: String? = nil) {
         let score = min(100, max(0, urgencyScore))
         self.urgencyScore = score
         priority = Self.band(score)
@@ -20,6 +27,10 @@ public struct PriorityVerdict: Sendable, Codable, Equatable {
         self.urgencyIndicators = urgencyIndicators
         self.engine = engine
         self.fallbackReason = fallbackReason
+        self.confidence = confidence
+        self.timeframe = timeframe
+        self.category = category
+        self.recommendedAction = recommendedAction
     }
 
     /// The seed's thresholds.
