@@ -67,7 +67,8 @@ enum ThreadPrompts {
         var included: [ThreadMessage] = []
         var total = 0
         for message in messages.reversed() {
-            let text = message.text.replacingOccurrences(of: "\n", with: " ")
+            // One line per message, and no message can pose as another: "[#" inside a text is broken up.
+            let text = message.text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "[#", with: "[ #")
             let line = "[#\(message.seq)] \(ThreadClock.iso(message.sentAt)) \(message.senderId): \(text)"
             if total + line.count + 1 > maxCharacters, !lines.isEmpty { break }
             lines.append(line)
