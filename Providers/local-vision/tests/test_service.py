@@ -7,113 +7,29 @@ and synthetic data (no nude images anywhere).
 import base64
 import http.client
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent.parent  # Providers/local-vision
-REPO = HERE.parent.parent  # the repo root
-PHOTOS = Path(os.environ.get("LOCAL_VISION_PHOTOS", REPO.parent / "shared" / "fixtures" / "images" / "photos"))
-SERVER = HERE / "server.py"
-VENV_PY = HERE / ".venv" / "bin" / "python"
+from servicekit import ANNOTATE, HERE, launch, photo_paths
 
-ANNOTATE = "/v1/images:annotate"
 FEATURES = [{"type": "SAFE_SEARCH_DETECTION"}]
 LIKELIHOODS = {"UNKNOWN", "VERY_UNLIKELY", "UNLIKELY", "POSSIBLE", "LIKELY", "VERY_LIKELY"}
 SAFE_ADULT = {"VERY_UNLIKELY", "UNLIKELY"}
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # server default
 MAX_BODY_BYTES = 40 * 1024 * 1024  # server default
-READY = re.compile(r"listening on http://([0-9.]+):(\d+)")
 
 
 # ---------------------------------------------------------------- fixtures
 
 
-class Service:
-    def __init__(self, proc, host, port, log_path):
-        self.proc, self.host, self.port, self.log_path = proc, host, port, log_path
-
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            hdrs = {"Content-Type": "application/json"}
-            hdrs.update(headers or {})
-            if isinstance(body, (dict, list)):
-                body = json.dumps(body).encode()
-            conn.request(method, path, body=body, headers=hdrs)
-            resp = conn.getresponse()
-            raw = resp.read()
-            doc = json.loads(raw) if raw else None
-            return resp.status, dict(resp.getheaders()), doc
-        finally:
-            conn.close()
-
-    def annotate(self, requests, **kw):
-        status, headers, doc = self.request("POST", ANNOTATE, {"requests": requests}, **kw)
-        assert status == 200, doc
-        assert headers["Content-Type"].startswith("application/json")
-        assert list(doc) == ["responses"]
-        assert len(doc["responses"]) == len(requests)
-        return doc["responses"]
-
-    def log_text(self):
-        return self.log_path.read_text(errors="replace")
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    python = str(VENV_PY) if VENV_PY.exists() else sys.executable
-    log_path = tmp_path_factory.mktemp("local-vision") / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [python, "-u", str(SERVER), "--host", "127.0.0.1", "--port", "0"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(HERE),
-        )
-    try:
-        deadline = time.monotonic() + 120
-        match = None
-        while match is None:
-            if proc.poll() is not None:
-                pytest.fail(f"service exited with {proc.returncode}:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"service did not become ready:\n{log_path.read_text()}")
-            match = READY.search(log_path.read_text(errors="replace"))
-            if match is None:
-                time.sleep(0.1)
-        svc = Service(proc, match.group(1), int(match.group(2)), log_path)
-        # Wait for /healthz as a client would.
-        while True:
-            try:
-                status, _, doc = svc.request("GET", "/healthz", timeout=5)
-                if status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("healthz never answered 200")
-            time.sleep(0.1)
+    # The default configuration (no --models: NudeNet only), under tests/netguard.py.
+    with launch(tmp_path_factory) as svc:
         yield svc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def photo_paths():
-    assert PHOTOS.is_dir(), f"fixture photos not found at {PHOTOS}"
-    paths = sorted(p for p in PHOTOS.iterdir() if p.is_file() and not p.name.startswith("."))
-    assert paths, f"no photos in {PHOTOS}"
-    return paths
 
 
 def b64(data):
@@ -171,8 +87,14 @@ def assert_envelope(doc, code, status):
 def test_healthz(service):
     status, headers, doc = service.request("GET", "/healthz")
     assert status == 200
-    assert doc == {"status": "ok", "model": "nudenet-320n"}
+    assert doc == {
+        "status": "ok",
+        "model": "nudenet-320n",  # unchanged by --models: NudeNet alone is the default
+        "models": [{"id": "nudenet", "model": "nudenet-320n", "package": "nudenet",
+                    "version": "3.4.2", "license": "AGPL-3.0", "fields": ["adult", "racy"]}],
+    }
     assert headers["Content-Type"].startswith("application/json")
+    assert "NETGUARD" not in service.log_text()
 
 
 def test_all_photos_in_one_call_and_individually(service):
@@ -458,3 +380,4 @@ def test_service_survives_bad_input_and_logs_each_request(service, good_image):
     assert re.search(r" GET /a\?b\?c\?\[31m 404 ", log)
     assert all(line.startswith("20") for line in log.splitlines())  # one line per request
     assert "Traceback" not in log
+    assert "NETGUARD" not in log  # no Python code in the service tried the network
