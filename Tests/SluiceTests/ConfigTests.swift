@@ -20,6 +20,7 @@ import Testing
         #expect(config.threads.embeddings.provider == .openAICompatible)
         #expect(config.threads.embeddings.baseURL == "http://127.0.0.1:8091/v1")
         #expect(config.threads.llm == nil)
+        #expect(config.localVision.models == ["open_nsfw"])
         #expect(config.threads.languageModel(caption: config.caption).maxTokens == 1500)
     }
 
@@ -39,6 +40,9 @@ import Testing
         (#"{"threads": {"embeddings": {"baseURL": "file:///x"}}}"#, "threads.embeddings.baseURL"),
         (#"{"threads": {"embeddings": {"batchSize": 0}}}"#, "threads.embeddings.batchSize"),
         (#"{"threads": {"fusionK": 0}}"#, "threads.fusionK"),
+        (#"{"localVision": {"models": ["clip"]}}"#, "localVision.models"),
+        (#"{"localVision": {"models": []}}"#, "localVision.models"),
+        (#"{"localVision": {"modles": []}}"#, "unknown config key \"localVision.modles\""),
         (#"{"threads": {"minSimilarity": 2}}"#, "threads.minSimilarity"),
         (#"{"threads": {"maxMessageLimit": 0}}"#, "threads.maxMessageLimit"),
         (#"{"limits": {"rate": {"threads": {"limit": "x"}}}}"#, "limits.rate.threads"),

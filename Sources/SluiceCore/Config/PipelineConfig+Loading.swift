@@ -130,6 +130,9 @@ extension PipelineConfig {
         try require((1000...1_000_000).contains(threads.maxPromptCharacters), "threads.maxPromptCharacters", "must be 1000...1000000")
         try require((-1...1).contains(threads.minSimilarity), "threads.minSimilarity", "must be -1...1")
         try require((1...1000).contains(threads.fusionK), "threads.fusionK", "must be 1...1000")
+        try require(!localVision.models.isEmpty && localVision.models.allSatisfy(LocalVisionConfig.known.contains)
+                        && Set(localVision.models).count == localVision.models.count,
+                    "localVision.models", "must list open_nsfw and/or nudenet, each once")
         if let distance = vision.reuseWithinDistance {
             try require((0...31).contains(distance), "vision.reuseWithinDistance", "must be 0...31 (bits of 256), or null for off")
         }
@@ -234,6 +237,7 @@ private struct ConfigFile: Decodable {
     var spam: SpamConfig
     var banks: BanksConfig
     var threads: ThreadsConfig
+    var localVision: LocalVisionConfig
 
     struct StoreSection: Decodable {
         var path: String
@@ -245,7 +249,7 @@ private struct ConfigFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam, banks, threads
+        case dataRoot, store, vision, policy, limits, output, concurrency, daemon, text, caption, priority, api, webhooks, console, report, review, conversation, spam, banks, threads, localVision
     }
 
     struct TextSection: Decodable {
@@ -300,6 +304,7 @@ private struct ConfigFile: Decodable {
         spam = try c.value(.spam, default: SpamConfig())
         banks = try c.value(.banks, default: BanksConfig())
         threads = try c.value(.threads, default: ThreadsConfig())
+        localVision = try c.value(.localVision, default: LocalVisionConfig())
     }
 
     func resolve(baseDirectory: URL) throws -> PipelineConfig {
@@ -334,6 +339,7 @@ private struct ConfigFile: Decodable {
         config.spam = spam
         config.banks = banks
         config.threads = threads
+        config.localVision = localVision
         return config
     }
 }

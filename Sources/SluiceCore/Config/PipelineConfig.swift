@@ -23,6 +23,7 @@ public struct PipelineConfig: Sendable, Equatable {
     public var spam = SpamConfig()
     public var banks = BanksConfig()
     public var threads = ThreadsConfig()
+    public var localVision = LocalVisionConfig()
 
     public init(dataRoot: URL, store: StoreConfig? = nil, vision: VisionConfig = VisionConfig(),
                 policy: ModerationPolicy = .standard, limits: LimitsConfig = LimitsConfig(),
