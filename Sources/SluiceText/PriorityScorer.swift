@@ -33,8 +33,6 @@ public struct PriorityScorer: Sendable {
                                      "h", "m", "day", "days", "week", "weeks"]
     static let deadlineWords: Set<String> = ["by", "before", "until", "till"]
     static let durationWords: Set<String> = ["in", "within", "next"]
-    static let questionWords: Set<String> = ["can", "could", "will", "would", "are", "is", "do", "does", "did", "when", "where", "what",
-                                             "why", "how", "who", "have", "has", "should", "any"]
 
     /// What the scorer knows about one word: the indicators starting with it and its roles, so each word of
     /// a message costs one hash lookup.
@@ -49,7 +47,6 @@ public struct PriorityScorer: Sendable {
         static let duration = Roles(rawValue: 2)
         static let timeWord = Roles(rawValue: 4)
         static let unit = Roles(rawValue: 8)
-        static let question = Roles(rawValue: 16)
         static let negator = Roles(rawValue: 32)
     }
 
@@ -57,7 +54,7 @@ public struct PriorityScorer: Sendable {
         var lexicon: [String: Entry] = [:]
         for indicator in indicators { if let first = indicator.phrase.first { lexicon[first, default: Entry()].indicators.append(indicator) } }
         let roles: [(Set<String>, Roles)] = [(Self.deadlineWords, .deadline), (Self.durationWords, .duration), (Self.timeWords, .timeWord),
-                                             (Self.units, .unit), (Self.questionWords, .question), (Self.negators, .negator)]
+                                             (Self.units, .unit), (Self.negators, .negator)]
         for (words, role) in roles {
             for word in words { lexicon[word, default: Entry()].roles.insert(role) }
         }
@@ -94,7 +91,7 @@ public struct PriorityScorer: Sendable {
     /// What one text says: indicator weights by kind, the labels that explain them, and the shape of the message.
     struct Signals {
         var weights: [String: Int] = [:]
-        var found: [(weight: Int, kind: String, label: String)] = []
+        var found: [(weight: Int, label: String)] = []
         var negated: [String] = []
         var categories: [String: Int] = [:]
         /// The nearest relative deadline in minutes ("in 10 minutes", "in 5"), if any.
@@ -117,7 +114,7 @@ public struct PriorityScorer: Sendable {
         signals.wordCount = words.count
         func add(_ weight: Int, _ kind: String, _ label: String, category: String? = nil) {
             signals.weights[kind, default: 0] += weight
-            signals.found.append((weight, kind, label))
+            signals.found.append((weight, label))
             if let category { signals.categories[category, default: 0] += max(1, abs(weight)) }
         }
         var index = 0
@@ -167,8 +164,7 @@ public struct PriorityScorer: Sendable {
             }
         }
         signals.shouting = letters >= 8 && Double(capitals) / Double(letters) >= 0.7
-        signals.question = Self.endsWithQuestionMark(text) || (text.utf8.contains(UInt8(ascii: "?")) && !words.isEmpty && has(0, .question))
-            || text.utf8.contains(UInt8(ascii: "?"))
+        signals.question = text.utf8.contains(UInt8(ascii: "?"))
         return signals
     }
 
@@ -179,7 +175,7 @@ public struct PriorityScorer: Sendable {
     public func score(_ text: String, context: String?) -> PriorityVerdict {
         let t = signals(text)
         let c = context.map(signals)
-        var found = t.found.map { (weight: $0.weight, label: $0.label) }
+        var found = t.found
         let emergency = t.sum("emergency")
         let calming = t.sum("negative") < 0
         let benign = t.has("benign")
@@ -359,15 +355,6 @@ public struct PriorityScorer: Sendable {
         guard !digits.isEmpty, digits.count <= 4 else { return false }
         let rest = word.dropFirst(digits.count)
         return rest.isEmpty || rest == "am" || rest == "pm" || rest == "h"
-    }
-
-    /// Whether the last character that is not white space is "?".
-    static func endsWithQuestionMark(_ text: String) -> Bool {
-        for scalar in text.unicodeScalars.reversed() {
-            if scalar.properties.isWhitespace { continue }
-            return scalar == "?"
-        }
-        return false
     }
 
     static func longestRun(of byte: UInt8, in text: String) -> Int {

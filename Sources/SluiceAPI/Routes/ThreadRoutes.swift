@@ -12,37 +12,25 @@ struct ThreadRoutes {
     let limits: RateLimits
 
     func summarizeThread(_ body: ByteBuffer, context: APIContext) async throws -> Response {
-        let arguments = try ThreadArguments.decode(body)
-        let reader = try reader(context)
-        try await limits.consume(.threads, context: context)
-        return try await answer(context) { () async throws(ThreadError) in
+        try await call(body, context) { (arguments: ThreadArguments, reader) throws(ThreadError) in
             try await intelligence.summarize(conversationId: arguments.conversationId, messageLimit: arguments.messageLimit, reader: reader)
         }
     }
 
     func extractActionItems(_ body: ByteBuffer, context: APIContext) async throws -> Response {
-        let arguments = try ThreadArguments.decode(body)
-        let reader = try reader(context)
-        try await limits.consume(.threads, context: context)
-        return try await answer(context) { () async throws(ThreadError) in
+        try await call(body, context) { (arguments: ThreadArguments, reader) throws(ThreadError) in
             try await intelligence.actionItems(conversationId: arguments.conversationId, messageLimit: arguments.messageLimit, reader: reader)
         }
     }
 
     func trackDecisions(_ body: ByteBuffer, context: APIContext) async throws -> Response {
-        let arguments = try ThreadArguments.decode(body)
-        let reader = try reader(context)
-        try await limits.consume(.threads, context: context)
-        return try await answer(context) { () async throws(ThreadError) in
+        try await call(body, context) { (arguments: ThreadArguments, reader) throws(ThreadError) in
             try await intelligence.decisions(conversationId: arguments.conversationId, messageLimit: arguments.messageLimit, reader: reader)
         }
     }
 
     func smartSearch(_ body: ByteBuffer, context: APIContext) async throws -> Response {
-        let arguments = try SmartSearchArguments.decode(body)
-        let reader = try reader(context)
-        try await limits.consume(.threads, context: context)
-        return try await answer(context) { () async throws(ThreadError) in
+        try await call(body, context) { (arguments: SmartSearchArguments, reader) throws(ThreadError) in
             try await intelligence.smartSearch(query: arguments.query, conversationId: arguments.conversationId, limit: arguments.limit,
                                                messageLimit: arguments.messageLimit, reader: reader)
         }
@@ -58,10 +46,16 @@ struct ThreadRoutes {
         }
     }
 
-    func answer<T: Encodable & Sendable>(_ context: APIContext, _ work: () async throws(ThreadError) -> T) async throws -> Response {
+    /// Every thread callable: its arguments, who reads, the limit, then the answer or the seed's error.
+    func call<Arguments: CallableArguments, T: Encodable & Sendable>(
+        _ body: ByteBuffer, _ context: APIContext, _ work: (Arguments, ThreadIntelligence.Reader) async throws(ThreadError) -> T
+    ) async throws -> Response {
+        let arguments = try Arguments.decode(body)
+        let reader = try reader(context)
+        try await limits.consume(.threads, context: context)
         let result: T
         do throws(ThreadError) {
-            result = try await work()
+            result = try await work(arguments, reader)
         } catch {
             switch error {
             case let .invalidArgument(message): throw APIError(.invalidArgument, message)

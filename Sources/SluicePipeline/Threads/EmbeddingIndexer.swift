@@ -18,6 +18,12 @@ public struct EmbeddingIndexer: Sendable {
         self.logger = logger
     }
 
+    /// A failure a later pass may not meet (429, 5xx, timeouts, connection errors, an open circuit, cancellation):
+    /// the messages wait for it instead of being recorded as refused.
+    static func mayPass(_ error: ProviderError) -> Bool {
+        error.isRetryable || error.kind == .circuitOpen || error.kind == .cancelled
+    }
+
     /// Longest text sent for a vector (MiniLM-class models read 256 word pieces; more is wasted bytes).
     static let maxCharacters = 2000
 
@@ -37,14 +43,14 @@ public struct EmbeddingIndexer: Sendable {
             do throws(ProviderError) {
                 let vectors = try await provider.embed(todo.map { String($0.text.prefix(Self.maxCharacters)) })
                 for (message, vector) in zip(todo, vectors) { byNumber[message.seq] = vector }
-            } catch where error.isRetryable || error.kind == .circuitOpen || error.kind == .cancelled {
+            } catch where Self.mayPass(error) {
                 throw error
             } catch {
                 logger.warning("the embedding provider refused a batch of \(todo.count) (\(error)); embedding them one at a time")
                 for message in todo {
                     do throws(ProviderError) {
                         byNumber[message.seq] = try await provider.embed([String(message.text.prefix(Self.maxCharacters))]).first ?? []
-                    } catch where error.isRetryable || error.kind == .circuitOpen || error.kind == .cancelled {
+                    } catch where Self.mayPass(error) {
                         throw error
                     } catch {
                         logger.warning("message \(message.seq) gets no vector: the embedding provider refused it (\(error))")

@@ -58,12 +58,8 @@ public struct ThreadSearch: Sendable {
                 }.sorted { ($0.1, $1.0) > ($1.1, $0.0) }
                 lists.append(("semantic", similar.map(\.0)))
                 if stored.count < scope.count { note = "\(scope.count - stored.count) of \(scope.count) messages have no vector yet" }
-            } else {
-                if mode == .semantic { return ([], note) }
-                if lists.isEmpty {
-                    let hits = try await store.keywordSearch(Self.keywordQuery(query), conversations: conversations, limit: 1000)
-                    lists.append(("keyword", hits.map(\.seq).filter(scope.contains)))
-                }
+            } else if mode == .semantic {
+                return ([], note)
             }
         }
         let k = Double(config.fusionK)
