@@ -63,6 +63,15 @@ extension TextVerdict: CanonicalJSON {
         output.append(allowed ? "true" : "false")
         output.append(#","censored":"#)
         JSONText.string(censored, into: &output)
+        if let classifier {
+            // Rare (only with `text.classifier`): Foundation's sorted-keys encoding is canonical enough here.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(classifier), let json = String(data: data, encoding: .utf8) {
+                output.append(#","classifier":"#)
+                output.append(json)
+            }
+        }
         output.append(#","matches":["#)
         for (index, match) in matches.enumerated() {
             if index > 0 { output.append(",") }

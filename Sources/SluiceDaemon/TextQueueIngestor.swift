@@ -54,6 +54,26 @@ public struct TextQueueIngestor: Sendable {
         return summaries
     }
 
+    /// Runs the lines through the intake pipeline (concurrently when there is more than one); items in line order.
+    func judge(_ lines: [(line: Data, number: Int)], file name: String) async -> [Item] {
+        func one(_ line: Data, _ number: Int) async -> Item? {
+            let now = Date()
+            let fallback = ItemID("\(name):\(number)")
+            let run = await pipeline.intake.run(QueueLine(bytes: line, source: "queues/text/\(name):\(number)", fallbackID: fallback),
+                                                context: .intake)
+            return run.item(from: Item(id: fallback, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now), scope: .upload)
+        }
+        if lines.count == 1, let only = lines.first { return await one(only.line, only.number).map { [$0] } ?? [] }
+        return await withTaskGroup(of: (Int, Item?).self) { group in
+            for (index, entry) in lines.enumerated() {
+                group.addTask { (index, await one(entry.line, entry.number)) }
+            }
+            var items = [Item?](repeating: nil, count: lines.count)
+            for await (index, item) in group { items[index] = item }
+            return items.compactMap { $0 }
+        }
+    }
+
     /// One file: judge each line, record in batches, then move the file to done/.
     public func process(_ file: URL) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
@@ -82,6 +102,20 @@ public struct TextQueueIngestor: Sendable {
             batch.removeAll(keepingCapacity: true)
         }
 
+        // Lines are judged one at a time, or a window at a time when a text classifier is called (its latency,
+        // not Sluice, sets the pace); either way they are recorded in file order.
+        let window = pipeline.concurrentLines
+        var pending: [(line: Data, number: Int)] = []
+        func judgePending() async throws {
+            let items = await judge(pending, file: name)
+            pending.removeAll(keepingCapacity: true)
+            for item in items {
+                if item.status == .rejected { summary.rejected += 1 }
+                batch.append(item)
+                if batch.count >= Self.batchSize { try await flush() }
+            }
+        }
+
         var lineNumber = 0
         var lineStart = data.startIndex
         while lineStart < data.endIndex {
@@ -92,16 +126,10 @@ public struct TextQueueIngestor: Sendable {
             if line.last == 0x0D { line = line.dropLast() }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             summary.lines += 1
-            let now = Date()
-            let fallback = ItemID("\(name):\(lineNumber)")
-            let run = await pipeline.intake.run(QueueLine(bytes: Data(line), source: "queues/text/\(name):\(lineNumber)", fallbackID: fallback),
-                                                context: .intake)
-            let base = Item(id: fallback, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
-            guard let item = run.item(from: base, scope: .upload) else { continue }
-            if item.status == .rejected { summary.rejected += 1 }
-            batch.append(item)
-            if batch.count >= Self.batchSize { try await flush() }
+            pending.append((Data(line), lineNumber))
+            if pending.count >= window { try await judgePending() }
         }
+        try await judgePending()
         try await flush()
         try FileOps.move(file, to: done.appendingPathComponent(name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",

@@ -152,13 +152,20 @@ public struct Pipelines: Sendable {
             providers.append(ProviderInRole(role: "priority", provider: llm))
             priority = llm
         }
+        var textClassifier: (any TextClassifier)?
+        if config.text.classifier.kind != .none {
+            let classifier = OpenAIModerationTextClassifier(config: config.text.classifier, environment: environment, logger: logger)
+            providers.append(ProviderInRole(role: "text-classifier", provider: classifier))
+            textClassifier = classifier
+        }
         let pool = CPUPool(threads: config.concurrency.effectiveCPU)
         let observer = StageMetrics()
         return Pipelines(config: config, processor: processor, pool: pool, vision: vision, captions: captions,
                          languageModel: languageModel, embedder: embedder, providers: providers,
                          images: ImagePipeline(config: config, processor: processor, vision: vision, captions: captions, pool: pool,
                                                observer: observer),
-                         texts: TextPipeline(filter: try filter(config), priority: priority, observer: observer), logger: logger)
+                         texts: TextPipeline(filter: try filter(config), priority: priority, classifier: textClassifier,
+                                             classifierConfig: config.text.classifier, observer: observer), logger: logger)
     }
 
     /// The configured vision adapter.

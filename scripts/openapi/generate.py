@@ -320,7 +320,14 @@ schemas["TextVerdict"] = {"type": "object", "required": ["allowed", "reason", "m
     "allowed": {"type": "boolean"}, "reason": {"type": ["string", "null"]}, "censored": {"type": "string"},
     "matches": {"type": "array", "items": {"type": "object", "required": ["term", "category", "severity", "start", "end"], "properties": {
         "term": {"type": "string"}, "category": {"type": "string"}, "severity": {"type": "string", "enum": ["mild", "strong", "severe", "slur"]},
-        "start": {"type": "integer", "minimum": 0}, "end": {"type": "integer", "minimum": 0}}}}}}
+        "start": {"type": "integer", "minimum": 0}, "end": {"type": "integer", "minimum": 0}}}},
+    "classifier": {"type": "object", "required": ["provider", "scores", "categories"],
+        "description": "The text classifier's second opinion (text.classifier), when one judged the message.", "properties": {
+        "provider": {"type": "string"},
+        "scores": {"type": "object", "description": "0–1 per Sluice category", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "action": {"type": "string", "enum": ["mark", "review", "block"]},
+        "categories": {"type": "array", "items": {"type": "string", "enum": ["harassment", "threat", "hate", "selfHarm", "sexual", "sexualMinors", "violence", "illicit"]}},
+        "reason": {"type": "string"}}}}}
 schemas["Item"] = {"type": "object", "required": ["id", "kind", "userId", "status", "imageStatus", "createdAt", "updatedAt"], "properties": {
     "id": {"type": "string"}, "kind": {"type": "string", "enum": ["image", "text"]}, "userId": {"type": "string"},
     "status": {"type": "string", "enum": ["pending", "approved", "review", "blocked", "rejected"]},

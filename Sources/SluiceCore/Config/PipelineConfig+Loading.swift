@@ -69,6 +69,7 @@ extension PipelineConfig {
         try require((1...256).contains(caption.maxInFlight), "caption.maxInFlight", "must be 1...256")
         try require(!caption.prompt.isEmpty, "caption.prompt", "must not be empty")
         try require((1...65535).contains(api.port), "api.port", "must be 1...65535")
+        if let problem = text.classifier.problems().first { throw problem }
         for (name, rule) in limits.rate.all {
             try require((1...1_000_000).contains(rule.limit), "limits.rate.\(name).limit", "must be 1...1000000")
             try require((1...86_400).contains(rule.windowSeconds), "limits.rate.\(name).windowSeconds", "must be 1...86400")
@@ -259,9 +260,12 @@ private struct ConfigFile: Decodable {
         var allowlists: [String]?
         var actions: [Severity: SeverityAction]?
         var maxLength: Int?
+        var classifier = TextClassifierConfig()
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case wordlistsDirectory, languages, wordlists, allowlists, actions, maxLength
+            case classifier, classifierEndpoint, classifierModel, classifierApiKeyEnv, classifierTimeoutSeconds, classifierMaxAttempts
+            case classifierMaxInFlight, classifierPolicy
         }
 
         init(from decoder: any Decoder) throws {
@@ -278,6 +282,30 @@ private struct ConfigFile: Decodable {
                 actions = Dictionary(uniqueKeysWithValues: named.compactMap { key, action in Severity(rawValue: key).map { ($0, action) } })
             }
             maxLength = try c.decodeIfPresent(Int.self, forKey: .maxLength)
+            classifier.kind = try c.value(.classifier, default: classifier.kind)
+            classifier.endpoint = try c.decodeIfPresent(String.self, forKey: .classifierEndpoint)
+            classifier.model = try c.decodeIfPresent(String.self, forKey: .classifierModel)
+            classifier.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .classifierApiKeyEnv)
+            classifier.timeoutSeconds = try c.value(.classifierTimeoutSeconds, default: classifier.timeoutSeconds)
+            classifier.maxAttempts = try c.value(.classifierMaxAttempts, default: classifier.maxAttempts)
+            classifier.maxInFlight = try c.value(.classifierMaxInFlight, default: classifier.maxInFlight)
+            if c.contains(.classifierPolicy) {
+                // Named categories replace the standard rule for that category; the others keep theirs.
+                let nested = try c.superDecoder(forKey: .classifierPolicy)
+                try nested.rejectUnknownKeys(TextCategory.allCases.map(\.rawValue))
+                let named = try c.decode([String: CategoryRuleSection].self, forKey: .classifierPolicy)
+                for (key, section) in named {
+                    if let category = TextCategory(rawValue: key) { classifier.policy[category] = section.rule }
+                }
+            }
+        }
+
+        struct CategoryRuleSection: Decodable {
+            var rule: TextCategoryRule
+            init(from decoder: any Decoder) throws {
+                try decoder.rejectUnknownKeys(TextClassifierAction.allCases.map(\.rawValue))
+                rule = try TextCategoryRule(from: decoder)
+            }
         }
     }
 
@@ -323,6 +351,7 @@ private struct ConfigFile: Decodable {
             textConfig.allowlists = try (text.allowlists ?? []).enumerated().map { try path($1, key: "text.allowlists[\($0)]") }
             if let actions = text.actions { textConfig.actions.merge(actions) { $1 } }
             if let maxLength = text.maxLength { textConfig.maxLength = maxLength }
+            textConfig.classifier = text.classifier
         }
         var config = PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
                                     policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,

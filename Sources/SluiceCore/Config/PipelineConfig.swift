@@ -195,6 +195,8 @@ public struct TextConfig: Sendable, Equatable {
     public var actions: [Severity: SeverityAction] = [.mild: .mark, .strong: .block, .severe: .block, .slur: .block]
     /// Longest message judged, in Unicode scalars; longer ones are rejected.
     public var maxLength: Int = 10_000
+    /// The second opinion on messages the wordlists allow (`text.classifier*`).
+    public var classifier = TextClassifierConfig()
 
     public init(wordlistsDirectory: URL) { self.wordlistsDirectory = wordlistsDirectory.standardizedFileURL }
 }

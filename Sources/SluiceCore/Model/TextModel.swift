@@ -40,15 +40,18 @@ public struct TextVerdict: Sendable, Codable, Equatable {
     public var matches: [TextMatch]
     /// The text with every reported match masked.
     public var censored: String
+    /// The text classifier's scores and action (`text.classifier`), when one judged the message.
+    public var classifier: TextClassification?
 
-    public init(allowed: Bool, reason: String?, matches: [TextMatch], censored: String) {
+    public init(allowed: Bool, reason: String?, matches: [TextMatch], censored: String, classifier: TextClassification? = nil) {
         self.allowed = allowed
         self.reason = reason
         self.matches = matches
         self.censored = censored
+        self.classifier = classifier
     }
 
-    enum CodingKeys: String, CodingKey { case allowed, reason, matches, censored }
+    enum CodingKeys: String, CodingKey { case allowed, reason, matches, censored, classifier }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -56,6 +59,7 @@ public struct TextVerdict: Sendable, Codable, Equatable {
         try c.encode(reason, forKey: .reason)
         try c.encode(matches, forKey: .matches)
         try c.encode(censored, forKey: .censored)
+        try c.encodeIfPresent(classifier, forKey: .classifier)
     }
 }
 

@@ -22,6 +22,7 @@ extension Reprocessor {
         let context = options.context
         let runsText = options.stages.contains("text")
         let runsPriority = options.stages.contains("priority")
+        let keepsClassification = !options.stages.contains("classify-text")
         return await withTaskGroup(of: (Int, [TextJudgement]).self, returning: [TextJudgement].self) { group in
             for part in 0..<parts {
                 let range = min(part * size, snapshots.count)..<min((part + 1) * size, snapshots.count)
@@ -32,7 +33,10 @@ extension Reprocessor {
                         let snapshot = snapshots[index]
                         guard let text = snapshot.text else { continue }
                         var judgement = TextJudgement(index: index)
-                        let message = ParsedMessage(id: snapshot.id, userId: "", content: TextContent(text: text, context: snapshot.context))
+                        var message = ParsedMessage(id: snapshot.id, userId: "", content: TextContent(text: text, context: snapshot.context))
+                        if keepsClassification, let json = snapshot.verdictJSON, json.contains(#""classifier":"#) {
+                            message.storedClassification = (try? JSONDecoder().decode(TextVerdict.self, from: Data(json.utf8)))?.classifier
+                        }
                         let run = await pipeline.run(message, context: context)
                         guard case let .completed(judged) = run.end else {
                             judgement.textOutcome = .failed
@@ -97,8 +101,7 @@ extension Reprocessor {
             var status = snapshot.status
             var reason = snapshot.reason
             if let verdict = judgement.verdict {
-                status = verdict.allowed ? .approved : .blocked
-                reason = verdict.allowed ? nil : verdict.reason
+                (status, reason) = verdict.outcome
                 // The rules stage's block or hold (a block between users, a spam signal) stands: reprocessing re-runs
                 // the filter, not the conversation's history.
                 if let rules = snapshot.conversation {

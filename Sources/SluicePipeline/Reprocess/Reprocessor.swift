@@ -11,7 +11,7 @@ import Synchronization
 /// are kept (counted as `kept (human decision)`) unless `includeHumanDecisions`, and then a disagreeing machine
 /// verdict sends them to review.
 public struct Reprocessor: Sendable {
-    public static let allStages = ["match", "classify", "caption", "text", "priority"]
+    public static let allStages = ["match", "classify", "caption", "text", "classify-text", "priority"]
 
     public struct Options: Sendable, Equatable {
         public var filter: ItemFilter
@@ -23,7 +23,8 @@ public struct Reprocessor: Sendable {
         public init(filter: ItemFilter, stages: [String] = Reprocessor.allStages, dryRun: Bool = false, concurrency: Int = 8,
                     includeHumanDecisions: Bool = false) {
             self.filter = filter
-            self.stages = stages
+            // The classifier judges what the filter allowed: re-running it re-runs the (deterministic) filter too.
+            self.stages = stages.contains("classify-text") && !stages.contains("text") ? stages + ["text"] : stages
             self.dryRun = dryRun
             self.concurrency = concurrency
             self.includeHumanDecisions = includeHumanDecisions

@@ -33,13 +33,17 @@ public struct ParsedMessage: ItemFacts {
     public var rules: ConversationVerdict?
     /// When the app says the message was sent (`sentAt`); windows of the spam counters use it.
     public var sentAt: Date?
+    /// A stored message's text classification, kept when the classifier is not re-run.
+    public var storedClassification: TextClassification?
 
-    public init(id: ItemID, userId: String, content: TextContent, rules: ConversationVerdict? = nil, sentAt: Date? = nil) {
+    public init(id: ItemID, userId: String, content: TextContent, rules: ConversationVerdict? = nil, sentAt: Date? = nil,
+                storedClassification: TextClassification? = nil) {
         self.id = id
         self.userId = userId
         self.content = content
         self.rules = rules
         self.sentAt = sentAt
+        self.storedClassification = storedClassification
     }
 
     /// SHA-256 of the text: the same id with the same text is a no-op. Computed when recorded, not on the way.
@@ -80,8 +84,21 @@ public struct Filtered: ItemFacts {
         message.record(into: &item, scope: scope)
         guard let verdict else { return }
         item.textVerdict = verdict
-        (item.status, item.reason) = TextOutcome.combine(filterStatus: verdict.allowed ? .approved : .blocked,
-                                                         filterReason: verdict.allowed ? nil : verdict.reason, rules: message.rules)
+        let (status, reason) = verdict.outcome
+        (item.status, item.reason) = TextOutcome.combine(filterStatus: status, filterReason: reason, rules: message.rules)
+    }
+}
+
+extension TextVerdict {
+    /// The filter's verdict with the classifier's action on an allowed message, and the reason to record: `block` blocks, `review` holds,
+    /// `mark` only annotates.
+    var outcome: (status: ItemStatus, reason: String?) {
+        guard allowed else { return (.blocked, reason) }
+        switch classifier?.action {
+        case .block?: return (.blocked, classifier?.reason)
+        case .review?: return (.review, classifier?.reason)
+        case .mark?, nil: return (.approved, nil)
+        }
     }
 }
 
@@ -104,6 +121,7 @@ public enum TextOutcome {
         switch rules.outcome {
         case .block: return (.blocked, rules.reason)
         case .review where filterStatus == .approved: return (.review, rules.reason)
+        case .review where filterStatus == .review: return (.review, [rules.reason, filterReason].compactMap { $0 }.joined(separator: "; "))
         default: return (filterStatus, filterReason)
         }
     }
