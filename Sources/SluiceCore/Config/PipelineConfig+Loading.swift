@@ -133,7 +133,9 @@ extension PipelineConfig {
         try require((1...1000).contains(threads.fusionK), "threads.fusionK", "must be 1...1000")
         try require(!localVision.models.isEmpty && localVision.models.allSatisfy(LocalVisionConfig.known.contains)
                         && Set(localVision.models).count == localVision.models.count,
-                    "localVision.models", "must list open_nsfw and/or nudenet, each once")
+                    "localVision.models", "must list models from \(LocalVisionConfig.known.joined(separator: ", ")), each once")
+        try require(!Set(localVision.models).isDisjoint(with: LocalVisionConfig.adultModels), "localVision.models",
+                    "image_safety scores violence only; list open_nsfw or nudenet with it (adult and racy would be UNKNOWN for every image)")
         if let distance = vision.reuseWithinDistance {
             try require((0...31).contains(distance), "vision.reuseWithinDistance", "must be 0...31 (bits of 256), or null for off")
         }
