@@ -299,6 +299,25 @@ COMPOUND_ROOTS_EN = set("""
 # Innocent phrases / words that contain or resemble listed terms.
 ALLOWLIST_EN_BASE = """
 scunthorpe
+blue tit
+blue tits
+great tit
+great tits
+coal tit
+coal tits
+marsh tit
+willow tit
+crested tit
+long tailed tit
+long tailed tits
+tit for tat
+titmouse
+cock crowed
+cock crows
+cock crowing
+cock a doodle doo
+dick whittington
+spotted dick
 assassin
 assassins
 assassinate

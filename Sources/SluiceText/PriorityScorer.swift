@@ -16,12 +16,15 @@ public struct PriorityScorer: Sendable {
         public var category: String?
     }
 
-    /// Laughing emoji: a joke, whatever its words say ("URGENT: who ate my yoghurt 😂").
-    static let laughing: Set<Unicode.Scalar> = ["\u{1F602}", "\u{1F923}", "\u{1F606}", "\u{1F605}"]
+    /// Laughing and joyful emoji: a joke or good news, whatever the words say ("URGENT: who ate my yoghurt 😂").
+    static let joyful: Set<Unicode.Scalar> = ["\u{1F602}", "\u{1F923}", "\u{1F606}", "\u{1F605}",
+                                                // 🎉 🥳 😍 🥰 🍾 🎂 👏 🙌: joy, whatever the words say ("straight fire 🔥🎉").
+                                                "\u{1F389}", "\u{1F973}", "\u{1F60D}", "\u{1F970}", "\u{1F37E}", "\u{1F382}",
+                                                "\u{1F44F}", "\u{1F64C}"]
     /// Urgency points at which a message is high.
     static let highAt = 50
-    static let kinds = ["urgent", "emergency", "deadline", "escalation", "negative", "immediate", "blocking", "request", "today", "soon",
-                        "celebration", "benign", "followup"]
+    static let kinds = ["urgent", "emergency", "deadline", "escalation", "negative", "hedge", "immediate", "blocking", "request", "today",
+                        "soon", "celebration", "benign", "followup", "smalltalk"]
     static let categories = ["emergency", "safety", "health", "work", "family", "logistics", "finance", "social", "info"]
 
     private let lexicon: [String: Entry]
@@ -32,7 +35,15 @@ public struct PriorityScorer: Sendable {
     static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
                                      "h", "m", "day", "days", "week", "weeks"]
     static let deadlineWords: Set<String> = ["by", "before", "until", "till"]
-    static let durationWords: Set<String> = ["in", "within", "next"]
+    static let durationWords: Set<String> = ["in", "within", "next", "wait"]
+    /// Numbers written as words in "in ten minutes", "within half an hour", "in an hour".
+    static let numberWords: [String: Int] = ["a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                                             "eight": 8, "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
+                                             "fifty": 50, "sixty": 60, "half": 30, "quarter": 15, "couple": 2, "few": 3]
+    /// Words before a clock time that make it the time now ("it's 2:40", "its 5:50") rather than a deadline.
+    static let nowWords: Set<String> = ["it", "its", "now"]
+    /// Words before a clock time that make it a deadline or a start ("at 3", "by 4").
+    static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at"]
 
     /// What the scorer knows about one word: the indicators starting with it and its roles, so each word of
     /// a message costs one hash lookup.
@@ -52,7 +63,10 @@ public struct PriorityScorer: Sendable {
 
     public init(indicators: [Indicator]) {
         var lexicon: [String: Entry] = [:]
-        for indicator in indicators { if let first = indicator.phrase.first { lexicon[first, default: Entry()].indicators.append(indicator) } }
+        // Longest phrase first: "passed out" wins over "passed" where both start.
+        for indicator in indicators.sorted(by: { $0.phrase.count > $1.phrase.count }) {
+            if let first = indicator.phrase.first { lexicon[first, default: Entry()].indicators.append(indicator) }
+        }
         let roles: [(Set<String>, Roles)] = [(Self.deadlineWords, .deadline), (Self.durationWords, .duration), (Self.timeWords, .timeWord),
                                              (Self.units, .unit), (Self.negators, .negator)]
         for (words, role) in roles {
@@ -120,10 +134,10 @@ public struct PriorityScorer: Sendable {
         var index = 0
         while index < words.count {
             var matched = 0
-            for indicator in entries[index]?.indicators ?? [] where indicator.phrase.count > matched {
+            for indicator in entries[index]?.indicators ?? [] {
                 guard index + indicator.phrase.count <= words.count,
                       words[index..<(index + indicator.phrase.count)].elementsEqual(indicator.phrase) else { continue }
-                let calming = ["negative", "benign", "celebration", "request", "today", "soon", "followup"].contains(indicator.kind)
+                let calming = ["negative", "hedge", "benign", "celebration", "request", "today", "soon", "followup", "smalltalk"].contains(indicator.kind)
                 let negated = !calming && (max(0, index - 2)..<index).contains { has($0, .negator) }
                 if negated {
                     signals.negated.append("negated: \(indicator.label)")
@@ -131,25 +145,44 @@ public struct PriorityScorer: Sendable {
                     add(indicator.weight, indicator.kind, "\(indicator.kind): \(indicator.label)", category: indicator.category)
                 }
                 matched = indicator.phrase.count
+                break
             }
             index += max(1, matched)
         }
         // Deadlines and times, over every word (a phrase such as "leaves in" may end where one starts): "by 5pm",
         // "before noon", "in 10 minutes", "within 2 hours", "in 5" (minutes when no unit follows and it is ≤ 60).
         for index in words.indices {
-            if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
+            if has(index, .deadline), index + 2 < words.count, words[index + 1] == "the", Self.isOrdinal(words[index + 2]) {
+                // "by the 30th": a date, days away.
+                add(15, "deadline", "deadline: \(words[index]) the \(words[index + 2])")
+            } else if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
                 let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
                 add(25, "deadline", "deadline: \(label)")
                 if Self.isClockTime(words[index + 1]) { signals.clockDeadline = true }
-            } else if has(index, .duration), index + 1 < words.count, Self.isNumber(words[index + 1]) {
-                let amount = Int(words[index + 1]) ?? 99_999
-                let unit: String? = index + 2 < words.count && has(index + 2, .unit) ? words[index + 2] : nil
-                guard unit != nil || amount <= 60 else { continue }
+            } else if has(index, .duration), index + 1 < words.count, let amount = Self.number(words, at: index + 1) {
+                // "half an hour": the unit comes after "an".
+                // "half an hour", "quarter of an hour": the unit comes after "an".
+                let article = words[(index + 2)..<min(index + 4, words.count)].firstIndex(of: "an")
+                let unitIndex = ["half", "quarter"].contains(words[index + 1]) ? (article ?? index + 1) + 1 : index + 2
+                let unit: String? = unitIndex < words.count && has(unitIndex, .unit) ? words[unitIndex] : nil
+                guard unit != nil || (amount <= 60 && Self.isNumber(words[index + 1])) else { continue }
                 let word = unit ?? "min"
-                let minutes = word.hasPrefix("h") ? amount * 60 : word.hasPrefix("d") ? amount * 1440 : word.hasPrefix("w") ? amount * 10_080
+                let minutes = ["half", "quarter"].contains(words[index + 1]) ? amount : word.hasPrefix("h") ? amount * 60 : word.hasPrefix("d") ? amount * 1440 : word.hasPrefix("w") ? amount * 10_080
                     : word.hasPrefix("s") ? 0 : amount
                 signals.minutes = min(signals.minutes ?? .max, minutes)
                 add(minutes <= 60 ? 25 : 15, "deadline", "deadline: \(words[index...min(index + (unit == nil ? 1 : 2), words.count - 1)].joined(separator: " "))")
+            }
+        }
+        // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
+        if let now = Self.clockNow(words) {
+            for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1])
+                && (Self.isClockTime(words[index]) || words[index] == "noon" || words[index] == "midnight") {
+                guard let due = Self.clockMinutes(words[index]) else { continue }
+                let ahead = ((due - now) % 720 + 720) % 720
+                if ahead > 0 && ahead <= 60 {
+                    signals.minutes = min(signals.minutes ?? .max, ahead)
+                    add(25, "deadline", "deadline: \(words[index - 1]) \(words[index]), \(ahead) min from now")
+                }
             }
         }
         signals.exclamations = Self.longestRun(of: UInt8(ascii: "!"), in: text)
@@ -165,6 +198,8 @@ public struct PriorityScorer: Sendable {
         }
         signals.shouting = letters >= 8 && Double(capitals) / Double(letters) >= 0.7
         signals.question = text.utf8.contains(UInt8(ascii: "?"))
+        // "can you go now": "now" in a request means act within minutes (on its own, "in a taxi now", it does not).
+        if signals.has("request"), words.contains("now"), !signals.has("immediate") { add(15, "immediate", "immediate: asked for now") }
         return signals
     }
 
@@ -178,8 +213,15 @@ public struct PriorityScorer: Sendable {
         var found = t.found
         let emergency = t.sum("emergency")
         let calming = t.sum("negative") < 0
+        // "not an emergency, but …", "heads up": the message is not urgent, yet a request in it still wants an answer.
+        let hedged = t.has("hedge")
+        // "how was the trip?", "what are you reading?": a question that only makes conversation.
+        let chatting = t.has("smalltalk")
+        // Whether the earlier message wants something done (a request, a deadline, a problem).
+        let contextAsks = c.map { $0.has("request") || $0.has("deadline") || $0.has("today") || $0.has("soon") || $0.clockDeadline
+            || $0.has("blocking") || $0.sum("emergency") > 0 } ?? false
         let benign = t.has("benign")
-        let celebrating = t.has("celebration") || text.unicodeScalars.contains { Self.laughing.contains($0) }
+        let celebrating = t.has("celebration") || text.unicodeScalars.contains { Self.joyful.contains($0) }
         let request = t.has("request") || t.question
         let withinHour = t.minutes.map { $0 <= 60 } ?? false
         let explicit = t.sum("urgent") >= 30
@@ -187,7 +229,7 @@ public struct PriorityScorer: Sendable {
         let blocking = t.has("blocking")
         let day = t.has("today") || t.clockDeadline
         let later = t.has("soon") || (t.has("deadline") && !withinHour && !day)
-        let contextHot = c.map { $0.sum("emergency") >= 30 || $0.has("blocking") || $0.has("immediate") } ?? false
+        let contextHot = c.map { $0.sum("emergency") >= 30 || $0.has("blocking") || $0.has("immediate") || ($0.minutes ?? .max) <= 60 } ?? false
         let followUp = t.wordCount <= 12 && (t.question || t.has("followup") || t.has("request"))
 
         var urgency = t.sum("urgent") + (benign ? 0 : emergency) + t.sum("escalation") + t.sum("immediate") + t.sum("blocking")
@@ -197,9 +239,10 @@ public struct PriorityScorer: Sendable {
             urgency += 15
             found.append((15, "asked to act on it"))
         }
-        if t.shouting && (emergency > 0 || immediate || t.has("urgent") || blocking) {
-            urgency += 20
-            found.append((20, "shouting in capitals"))
+        if t.shouting && (emergency > 0 || immediate || t.has("urgent") || blocking || t.has("request")) && !celebrating {
+            let points = t.has("request") ? 30 : 20
+            urgency += points
+            found.append((points, "shouting in capitals"))
         }
         if t.exclamations >= 2 && (emergency > 0 || immediate || blocking) {
             urgency += 10
@@ -210,13 +253,20 @@ public struct PriorityScorer: Sendable {
             found.append((60, "follow-up on an urgent earlier message"))
         }
         if calming { urgency += t.sum("negative") }
+        urgency += t.sum("hedge")
         if benign || celebrating { urgency -= 40 }
 
         let band: String
         if urgency >= Self.highAt {
             band = "high"
-        } else if benign || (celebrating && !(request && (day || later))) || (calming && !day && !later) {
+        } else if (benign && !(request || day || later)) || (celebrating && !(request && (day || later))) || (calming && !day && !later)
+                    || (hedged && !(request || day || later))
+                    || (chatting && !contextAsks && !(day || later || immediate || blocking || emergency >= 25 || t.has("deadline"))) {
             band = "low"
+        } else if c != nil, t.has("followup"), followUp, !contextHot,
+                  !(day || later || immediate || blocking || emergency >= 15 || t.has("urgent") || t.has("deadline")) {
+            // "any update??", "news?": as pressing as what it follows up.
+            band = contextAsks ? "medium" : "low"
         } else if request || day || later || immediate || t.has("deadline") || blocking || emergency >= 15 || t.has("urgent")
                     || t.sum("escalation") >= 15 {
             band = "medium"
@@ -345,6 +395,38 @@ public struct PriorityScorer: Sendable {
             }
         }
         return merged
+    }
+
+    /// A count written in digits or words ("10", "ten", "an").
+    static func number(_ words: [String], at index: Int) -> Int? {
+        let word = words[index]
+        return isNumber(word) ? Int(word) ?? 99_999 : numberWords[word]
+    }
+
+    /// The time now when the message says it ("it's 2:40", "its 5:50", "2:40 now"), as minutes past 12.
+    static func clockNow(_ words: [String]) -> Int? {
+        for index in words.indices where isClockTime(words[index]) && words[index].count >= 3 {
+            let before = index > 0 && nowWords.contains(words[index - 1])
+            let after = index + 1 < words.count && words[index + 1] == "now"
+            if before || after { return clockMinutes(words[index]) }
+        }
+        return nil
+    }
+
+    /// Minutes past 12 (o'clock on a 12-hour dial) of "3", "315", "2:40" (folded to "240"), "5pm".
+    static func clockMinutes(_ word: String) -> Int? {
+        if word == "noon" || word == "midnight" { return 0 }
+        let digits = word.prefix { $0.isNumber }
+        guard let value = Int(digits) else { return nil }
+        let (hour, minute) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
+        guard hour <= 24, minute < 60 else { return nil }
+        return (hour % 12) * 60 + minute
+    }
+
+    /// "1st", "22nd", "30th".
+    static func isOrdinal(_ word: String) -> Bool {
+        let digits = word.prefix { $0.isNumber }
+        return (1...2).contains(digits.count) && ["st", "nd", "rd", "th"].contains(String(word.dropFirst(digits.count)))
     }
 
     static func isNumber(_ word: String) -> Bool { !word.isEmpty && word.allSatisfy(\.isASCII) && word.allSatisfy(\.isNumber) }

@@ -189,6 +189,7 @@ public struct ProfanityFilter: Sendable {
     /// Repeated-letter forms of the word, then glued compounds, then the word with trailing leet symbols.
     private func lookupVariants(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
         if let hit = lookupForms(span, tokens: tokens, units: units) { return hit }
+        if let hit = lookupMasked(span, tokens: tokens, units: units) { return hit }
         guard span.trailing > 0 else { return nil }
         // "a$$": the word with the symbols after it read as letters.
         var chars = Array(tokens.chars[Int(span.charStart)..<Int(span.charEnd)])
@@ -206,6 +207,49 @@ public struct ProfanityFilter: Sendable {
             return match(entry, start: units[Int(whole.unitStart)].start, end: units[Int(whole.unitEnd) - 1].end)
         }
         return lookupForms(whole, tokens: extended, units: units)
+    }
+
+    /// The letters a '*' is tried as: the vowels people mask most first, so of equally severe readings the usual
+    /// one is reported ("motherf*cker" is "motherfucker", not "motherfecker").
+    private static let maskLetters: [UInt32] = Array("uiaoe".unicodeScalars.map(\.value)) + Array("bcdfghjklmnpqrstvwxyz".unicodeScalars.map(\.value))
+
+    /// A word with one or two letters masked by '*' ("f*ck", "sh*tty", "motherf*cker", "f**k"): every letter is tried
+    /// in each mask, and the most severe listed word (or compound inside it) that one of them spells is the match.
+    /// At least two real letters are needed, so "***" and "a*" stay words of nothing; a star at either end of the
+    /// word is emphasis, not a mask.
+    private func lookupMasked(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+        let start = Int(span.charStart)
+        let end = Int(span.charEnd)
+        guard end - start >= 3 else { return nil }
+        var chars = Array(tokens.chars[start..<end])
+        let slots = chars.indices.filter { chars[$0] == 0x2A }
+        // Masks inside the word only: a star at either end is emphasis ("*hit*", "*sigh*"), not a hidden letter.
+        guard (1...2).contains(slots.count), chars.count - slots.count >= 2,
+              let firstSlot = slots.first, let lastSlot = slots.last, firstSlot > 0, lastSlot < chars.count - 1 else { return nil }
+        var best: TextMatch?
+        func consider() {
+            let hash = Self.hash(chars, 0, chars.count)
+            if allowedWords.contains(hash) { return }
+            var hit: TextMatch?
+            if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
+                hit = match(entry, start: units[Int(span.unitStart)].start, end: units[Int(span.unitEnd) - 1].end)
+            } else if chars.count >= 4, let (entry, from, to) = compounds.firstMatch(in: chars, 0, chars.count) {
+                hit = match(entry, start: units[Int(tokens.charUnits[start + from])].start, end: units[Int(tokens.charUnits[start + to - 1])].end)
+            }
+            if let hit, best.map({ hit.severity > $0.severity }) ?? true { best = hit }
+        }
+        for first in Self.maskLetters {
+            chars[slots[0]] = first
+            guard slots.count == 2 else {
+                consider()
+                continue
+            }
+            for second in Self.maskLetters {
+                chars[slots[1]] = second
+                consider()
+            }
+        }
+        return best
     }
 
     private func lookupForms(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {

@@ -241,7 +241,7 @@ enum TextNormalizer {
     }
 
     /// Non-ASCII symbols that stand for a leet character.
-    static let leetSymbols: [UInt32: UInt8] = [0x20AC: 0x65, 0xA3: 0x6C, 0xA5: 0x79, 0xA7: 0x73]
+    static let leetSymbols: [UInt32: UInt8] = [0x20AC: 0x65, 0xA3: 0x6C, 0xA5: 0x79, 0xA7: 0x73, 0xA2: 0x63]
 
     /// Latin look-alikes: Cyrillic, Greek, IPA and Latin-extended letters that read as a-z.
     static let confusables: [UInt32: UInt8] = {

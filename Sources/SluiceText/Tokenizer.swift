@@ -92,7 +92,8 @@ enum Tokenizer {
         }
 
         func isLeetSymbol(_ position: Int) -> Bool {
-            units[position].kind == .symbol && TextNormalizer.leet(units[position].char) != nil
+            // '*' masks a letter ("f**k"): it stays '*' in the word, and the filter tries the letters it may hide.
+            units[position].kind == .symbol && (TextNormalizer.leet(units[position].char) != nil || units[position].char == 0x2A)
         }
 
         while index < count {

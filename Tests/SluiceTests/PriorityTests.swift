@@ -62,7 +62,7 @@ import Testing
         #expect(negated.urgencyIndicators == ["negated: emergency"])
         #expect(negated.priority == "low")
         let calm = Self.scorer.score("this is not an emergency")
-        #expect(calm.urgencyIndicators == ["negative: not an emergency"])
+        #expect(calm.urgencyIndicators == ["hedge: not an emergency"])
         #expect(calm.priority == "low")
     }
 
@@ -101,8 +101,8 @@ import Testing
                                  logger: logger)
     }
 
-    /// The held-out accuracy measured once after tuning on the tune file (README quotes it).
-    static let heldOutFloor = 0.69
+    /// heldout-3.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
+    static let heldOutFloor = 0.76
 
     static func completion(_ content: String) -> String {
         let escaped = String(data: try! JSONEncoder().encode(content), encoding: .utf8)!
@@ -179,7 +179,7 @@ import Testing
     /// is never used for tuning; this only keeps a later change from losing what it measured.
     @Test func labelledSetsKeepTheirMeasuredAccuracy() async throws {
         let engine = RulesPriorityEngine(scorer: Self.scorer)
-        for (file, floor) in [("tune", 0.89), ("heldout", Self.heldOutFloor)] {
+        for (file, floor) in [("tune", 0.93), ("tune-2", 0.92), ("tune-3", 0.91), ("heldout-3", Self.heldOutFloor)] {
             let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
             var right = 0
             var swaps = 0
@@ -194,7 +194,7 @@ import Testing
             }
             let accuracy = Double(right) / Double(lines)
             #expect(accuracy >= floor, "\(file): \(right)/\(lines)")
-            if file == "tune" { #expect(swaps == 0, "\(file): \(swaps) high↔low swaps") }
+            if file == "tune" || file == "tune-2" { #expect(swaps == 0, "\(file): \(swaps) high↔low swaps") }
         }
     }
 
