@@ -18,15 +18,27 @@ struct CheckTextCommand: AsyncParsableCommand {
     @Option(help: "Check every line of this file (one message per line).")
     var file: String?
 
+    @Option(help: "Measure the text pipeline (wordlists, plus text.classifier when set) on a labelled JSON Lines file {text, label: hostile|concern|clean, category?, listed?}.")
+    var labelled: String?
+
+    @Flag(help: "With --labelled: list the lines judged wrongly.")
+    var misses = false
+
     @Flag(help: "Print JSON: {allowed, reason, matches [{term, category, severity, start, end}], censored}.")
     var json = false
 
     func validate() throws {
-        if (text == nil) == (file == nil) { throw ValidationError("give either a message or --file F") }
+        if [text != nil, file != nil, labelled != nil].filter({ $0 }).count != 1 {
+            throw ValidationError("give one of: a message, --file F, --labelled F")
+        }
     }
 
     func run() async throws {
         let config = try common.loadConfig().config
+        if let labelled {
+            try await evaluate(labelled, config: config)
+            return
+        }
         let filter = try TextFilterLoader.load(config)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
