@@ -81,25 +81,32 @@ public struct TextQueueIngestor: Sendable {
         var summary = FileSummary()
         var batch: [Item] = []
 
+        // A batch is written while the next one is judged (the store's writer and the pipeline each keep a core
+        // busy); at most one write is in flight, so batches land in file order. Which lines are unchanged (same id,
+        // same text: a replay after a crash) is decided inside the write's own transaction.
+        var writing: Task<(written: Int, of: Int), any Error>?
+        func awaitWrite() async throws {
+            guard let pending = writing else { return }
+            writing = nil
+            let (written, of) = try await pending.value
+            summary.recorded += written
+            summary.unchanged += of - written
+        }
         func flush() async throws {
             guard !batch.isEmpty else { return }
             // The rules' counts first: a crash before the verdicts are recorded replays the lines, and a message
             // request is keyed by its item, so it is counted once.
             try await pipeline.settle()
-            let existing = try await store.contentHashes(batch.map(\.id))
             var seen = Set<ItemID>()
             var fresh: [Item] = []
+            fresh.reserveCapacity(batch.count)
             // Within a batch the last line for an id wins, like sequential processing would.
-            for item in batch.reversed() where seen.insert(item.id).inserted {
-                if let old = existing[item.id], old.hash == (item.contentHash ?? "") {
-                    summary.unchanged += 1
-                } else {
-                    fresh.append(item)
-                }
-            }
-            try await store.recordVerdicts(fresh.reversed(), stage: "text")
-            summary.recorded += fresh.count
+            for item in batch.reversed() where seen.insert(item.id).inserted { fresh.append(item) }
+            fresh.reverse()
             batch.removeAll(keepingCapacity: true)
+            try await awaitWrite()
+            let store = store
+            writing = Task { (try await store.recordChangedVerdicts(fresh, stage: "text"), fresh.count) }
         }
 
         // Lines are judged one at a time, or a window at a time when a text classifier is called (its latency,
@@ -131,6 +138,7 @@ public struct TextQueueIngestor: Sendable {
         }
         try await judgePending()
         try await flush()
+        try await awaitWrite()
         try FileOps.move(file, to: done.appendingPathComponent(name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)"])

@@ -139,18 +139,14 @@ extension SQLiteStore {
     public func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }
         return try await write("record \(items.count) verdicts") { db in
-            for item in items {
-                let previous = try ItemRow.fetchOne(db, key: item.id.rawValue)
-                var updated = item
-                if let previous {
-                    updated.createdAt = previous.createdAt
-                    updated.attempts = previous.attempts + 1
-                }
-                try ItemRow(updated).save(db)
-                try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
-                                       toStatus: item.status, stage: stage, detail: item.reason)).insert(db)
-            }
-            return items.count
+            try Self.recordVerdicts(items, stage: stage, skippingUnchanged: false, in: db)
+        }
+    }
+
+    public func recordChangedVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
+        if items.isEmpty { return 0 }
+        return try await write("record \(items.count) verdicts") { db in
+            try Self.recordVerdicts(items, stage: stage, skippingUnchanged: true, in: db)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
+import GRDB
 import SluiceCore
-import SluiceStore
+@testable import SluiceStore
 import SluiceTesting
 import Testing
 
@@ -43,6 +44,48 @@ import Testing
         }
         #expect(try await store.item("nobody/here") == nil)
         #expect(Set(try await store.items(["u/a", "t1", "missing"]).map(\.id)) == ["u/a", "t1"])
+    }
+
+    /// The batch path (text queues) writes the same rows as the single-item path: every field reads back, dates at
+    /// any millisecond, and a line judged twice in one batch counts two attempts.
+    @Test(arguments: StoreBackend.allCases)
+    func everyFieldOfAnItemRoundTripsThroughABatch(backend: StoreBackend) async throws {
+        let store = try backend.open()
+        var decided = Self.image("u/decided", status: .blocked, at: Date(timeIntervalSince1970: 1_799_999_999.875))
+        decided.decision = HumanDecision(by: "dana", at: Date(timeIntervalSince1970: 86_399.25), note: "no", decision: .blocked)
+        decided.pdq = PDQFingerprint(hash: try #require(PDQHash(hex: String(repeating: "0f", count: 32))), quality: 87)
+        var threaded = Self.text("t2", at: Date(timeIntervalSince1970: 951_782_400.5))
+        threaded.content?.recipientId = "bob"
+        threaded.content?.conversationId = "c-1"
+        threaded.content?.sentAt = Date(timeIntervalSince1970: 1_700_000_000.375)
+        threaded.content?.members = ["writer", "bob"]
+        threaded.textVerdict?.classifier = TextClassification(provider: "local-text", scores: [.threat: 0.91, .harassment: 0.2],
+                                                              policy: TextClassifierConfig.standardPolicy)
+        threaded.conversation = ConversationVerdict(outcome: .review, signals: ["spam.flood"])
+        let items = [Self.image("u/a"), Self.image("u/b", status: .review), Self.text("t1"), decided, threaded]
+        #expect(try await store.recordVerdicts(items, stage: "text") == items.count)
+        for item in items {
+            #expect(try await store.item(item.id) == item, "\(item.id)")
+        }
+        var twice = Self.text("t3", status: .blocked)
+        twice.attempts = 1
+        var again = Self.text("t3", text: "changed", at: Self.t0.addingTimeInterval(1))
+        again.attempts = 1
+        try await store.recordVerdicts([twice, again], stage: "text")
+        let stored = try #require(try await store.item("t3"))
+        #expect(stored.attempts == 2 && stored.createdAt == Self.t0 && stored.content?.text == "changed" && stored.status == .approved)
+        let events = try await store.events(of: "t3")
+        #expect(events.map(\.fromStatus) == [nil, .blocked] && events.map(\.toStatus) == [.blocked, .approved])
+    }
+
+    /// The batch path formats dates itself; they must be GRDB's own text, or rows would sort and compare wrongly.
+    @Test func batchDatesAreGRDBsStorageText() {
+        var generator = SystemRandomNumberGenerator()
+        let fixed: [Double] = [0, -1, -0.0005, 86_399.9999, 951_782_400, 1_700_000_000.0427, 4_102_444_799.999, -2_208_988_800.123]
+        for seconds in fixed + (0..<2000).map({ _ in Double.random(in: -3_000_000_000...6_000_000_000, using: &generator) }) {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(StorageDate.string(date) == String.fromDatabaseValue(date.databaseValue), "\(seconds)")
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)

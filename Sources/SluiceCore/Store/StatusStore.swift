@@ -35,6 +35,10 @@ public protocol StatusStore: Sendable {
     /// `verdict` event. Returns how many were written.
     @discardableResult
     func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int
+    /// `recordVerdicts`, except that an item whose stored content hash equals its own is left as it is (a queue
+    /// line replayed after a crash); decided in the same transaction as the writes. Returns how many were written.
+    @discardableResult
+    func recordChangedVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int
     /// An event without changing the item (e.g. a pending file finished after a restart).
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.

@@ -1,0 +1,183 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+/// `recordVerdicts` without GRDB's record machinery: a text queue records tens of thousands of verdicts a second,
+/// and per row `ItemRow.save` authorised and prepared its statements anew, encoded every column through Codable
+/// and formatted dates with ICU. Here the statements are prepared once per connection (`cachedStatement`), the
+/// previous rows of a batch are read in one statement, values are bound directly, verdict JSON is the canonical
+/// text, and dates are formatted by hand in GRDB's storage format. The rows written are the same as
+/// `ItemRow(item).save(db)` writes (`StoreContractTests` reads every field back).
+extension SQLiteStore {
+    /// The item table's columns in binding order (every column `ItemRow` has).
+    static let itemColumns = [
+        "id", "kind", "userId", "status", "reason", "provider", "adult", "spoof", "medical", "violence", "racy", "exifHadGPS",
+        "exifMake", "exifModel", "exifOrientation", "approvedPath", "approvedBytes", "thumbnailPath", "thumbnailBytes",
+        "originalPath", "format", "width", "height", "sourceBytes", "contentHash", "decodeMs", "classifyMs", "writeMs",
+        "totalMs", "attempts", "createdAt", "updatedAt", "text", "textContext", "textKind", "textSource", "textVerdict",
+        "priority", "recipientId", "conversationId", "sentAt", "members", "conversation", "caption", "captionText",
+        "reviewedBy", "reviewedAt", "reviewNote", "reviewedStatus", "pdqHash", "pdqQuality", "bankMatch", "reusedFrom",
+    ]
+
+    static let upsertItemSQL = "INSERT INTO item (\(itemColumns.joined(separator: ", "))) VALUES (\(placeholders(itemColumns.count))) "
+        + "ON CONFLICT(id) DO UPDATE SET " + itemColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+
+    static let insertEventSQL = "INSERT INTO event (itemId, at, type, fromStatus, toStatus, stage, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+    /// The batch's stored rows, by id: when each was created, how many attempts it had, its status and content hash.
+    static let previousRowsSQL = "SELECT id, createdAt, attempts, status, contentHash FROM item WHERE id IN (SELECT value FROM json_each(?))"
+
+    /// Writes the batch in the current transaction; returns how many items were written (`skippingUnchanged`:
+    /// an item whose stored content hash equals its own is left alone).
+    static func recordVerdicts(_ items: [Item], stage: String, skippingUnchanged: Bool, in db: Database) throws -> Int {
+        var previous: [String: (createdAt: DatabaseValue, attempts: Int, status: String, hash: String?)] = [:]
+        previous.reserveCapacity(items.count)
+        let lookup = try db.cachedStatement(sql: previousRowsSQL)
+        for chunk in items.chunked(500) {
+            let ids = chunk.map(\.id.rawValue)
+            let json = String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)
+            let rows = try Row.fetchCursor(lookup, arguments: [json])
+            while let row = try rows.next() {
+                previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
+            }
+        }
+        let upsert = try db.cachedStatement(sql: upsertItemSQL)
+        let event = try db.cachedStatement(sql: insertEventSQL)
+        var values: [(any DatabaseValueConvertible)?] = []
+        values.reserveCapacity(itemColumns.count)
+        var written = 0
+        for item in items {
+            let id = item.id.rawValue
+            let before = previous[id]
+            if skippingUnchanged, let before, before.hash == (item.contentHash ?? "") { continue }
+            written += 1
+            let updatedAt = StorageDate.string(item.updatedAt)
+            values.removeAll(keepingCapacity: true)
+            appendColumns(of: item, createdAt: before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue,
+                          attempts: before.map { $0.attempts + 1 } ?? item.attempts, updatedAt: updatedAt, into: &values)
+            upsert.setUncheckedArguments(StatementArguments(values))
+            try upsert.execute()
+            // A row written again in the same batch counts its own earlier write as the previous one.
+            previous[id] = (before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue, before.map { $0.attempts + 1 } ?? item.attempts,
+                            item.status.rawValue, item.contentHash)
+            event.setUncheckedArguments([id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
+            try event.execute()
+        }
+        return written
+    }
+
+    /// The values of `itemColumns` for `item`, encoded as `ItemRow` encodes them.
+    private static func appendColumns(of item: Item, createdAt: DatabaseValue, attempts: Int, updatedAt: String,
+                                      into values: inout [(any DatabaseValueConvertible)?]) {
+        let safe = item.safeSearch
+        let content = item.content
+        values.append(item.id.rawValue)
+        values.append(item.kind.rawValue)
+        values.append(item.userId)
+        values.append(item.status.rawValue)
+        values.append(item.reason)
+        values.append(item.provider)
+        values.append(safe?.adult.rawValue)
+        values.append(safe?.spoof.rawValue)
+        values.append(safe?.medical.rawValue)
+        values.append(safe?.violence.rawValue)
+        values.append(safe?.racy.rawValue)
+        values.append(item.exif?.hadGPS)
+        values.append(item.exif?.make)
+        values.append(item.exif?.model)
+        values.append(item.exif?.orientation)
+        values.append(item.outputs.approved)
+        values.append(item.outputs.approvedBytes)
+        values.append(item.outputs.thumbnail)
+        values.append(item.outputs.thumbnailBytes)
+        values.append(item.original)
+        values.append(item.format)
+        values.append(item.width)
+        values.append(item.height)
+        values.append(item.sourceBytes)
+        values.append(item.contentHash)
+        values.append(item.timings.decodeMs)
+        values.append(item.timings.classifyMs)
+        values.append(item.timings.writeMs)
+        values.append(item.timings.totalMs)
+        values.append(attempts)
+        values.append(createdAt)
+        values.append(updatedAt)
+        values.append(content?.text)
+        values.append(content?.context)
+        values.append(content?.kind)
+        values.append(content?.source)
+        values.append(item.textVerdict?.canonicalJSON)
+        values.append(item.priority?.canonicalJSON)
+        values.append(content?.recipientId)
+        values.append(content?.conversationId)
+        values.append(content?.sentAt.map(StorageDate.string))
+        values.append(content?.members.flatMap(ItemRow.json))
+        values.append(item.conversation.flatMap(ItemRow.json))
+        values.append(item.caption.flatMap(ItemRow.json))
+        values.append(item.caption?.caption?.caption)
+        values.append(item.decision?.by)
+        values.append(item.decision.map { StorageDate.string($0.at) })
+        values.append(item.decision?.note)
+        values.append(item.decision?.decision?.rawValue)
+        values.append(item.pdq?.hash.hex)
+        values.append(item.pdq?.quality)
+        values.append(item.match.flatMap(ItemRow.json))
+        values.append(item.reused.flatMap(ItemRow.json))
+    }
+}
+
+/// Dates in GRDB's storage format, `yyyy-MM-dd HH:mm:ss.SSS` in UTC (to the nearest millisecond, half up, as its formatter
+/// does), without a `DateFormatter`: so rows written here sort, compare and decode exactly like GRDB's own.
+enum StorageDate {
+    static func string(_ date: Date) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000 + 0.5).rounded(.down)
+        guard milliseconds.isFinite, abs(milliseconds) < 253_402_300_800_000 else { return String.fromDatabaseValue(date.databaseValue) ?? "" }
+        let total = Int64(milliseconds)
+        var seconds = total / 1000
+        var millis = Int(total % 1000)
+        if millis < 0 {
+            millis += 1000
+            seconds -= 1
+        }
+        var days = seconds / 86_400
+        var rest = Int(seconds % 86_400)
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = Int(doy - (153 * mp + 2) / 5 + 1)
+        let month = Int(mp < 10 ? mp + 3 : mp - 9)
+        let year = Int(yoe + era * 400 + (month <= 2 ? 1 : 0))
+        guard (0...9999).contains(year) else { return String.fromDatabaseValue(date.databaseValue) ?? "" }
+        var bytes = [UInt8](repeating: 0, count: 23)
+        func put(_ value: Int, _ at: Int, _ width: Int) {
+            var value = value
+            for index in stride(from: at + width - 1, through: at, by: -1) {
+                bytes[index] = UInt8(48 + value % 10)
+                value /= 10
+            }
+        }
+        put(year, 0, 4)
+        bytes[4] = 45
+        put(month, 5, 2)
+        bytes[7] = 45
+        put(day, 8, 2)
+        bytes[10] = 32
+        put(rest / 3600, 11, 2)
+        bytes[13] = 58
+        put(rest / 60 % 60, 14, 2)
+        bytes[16] = 58
+        put(rest % 60, 17, 2)
+        bytes[19] = 46
+        put(millis, 20, 3)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
