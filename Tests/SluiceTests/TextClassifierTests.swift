@@ -78,6 +78,40 @@ import Testing
         #expect(request.headers["authorization"] == nil)
     }
 
+    /// `text.classifierMayAllow`: strong words not aimed at anyone are let through, marked; aimed abuse and slurs
+    /// stay blocked, and without an answer the wordlists' block stands.
+    @Test func theClassifierMayLetUnaimedStrongLanguageThrough() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let moderation = try await FakeModerationServer.start(scores: { text in
+            text.contains("you") ? ["harassment": 0.97] : ["harassment": 0.1]
+        }, failure: { text, _ in text.contains("printer") ? .init(status: 500, body: "{}") : nil })
+        defer { moderation.stop() }
+        try writeQueue(root, [
+            #"{"id": "m1", "userId": "a", "text": "fuck yeah we won"}"#,
+            #"{"id": "m2", "userId": "b", "text": "fuck you"}"#,
+            #"{"id": "m3", "userId": "c", "text": "this fucking printer"}"#,
+            #"{"id": "m4", "userId": "d", "text": "nigger"}"#,
+        ])
+        let store = try await runOnce(root, server: vision) { config in
+            classify(moderation, attempts: 1)(&config)
+            config.text.classifier.mayAllow = [.strong, .severe]
+        }
+        let m1 = try #require(try await store.item("m1"))
+        #expect(m1.status == .approved && m1.reason == nil)
+        #expect(m1.textVerdict?.allowed == true && m1.textVerdict?.matches.map(\.term) == ["fuck"])
+        #expect(m1.textVerdict?.reason == "Content contains strong language, not aimed at anyone (local-text): fuck")
+        #expect(m1.textVerdict?.censored == "**** yeah we won")
+        let m2 = try #require(try await store.item("m2"))
+        #expect(m2.status == .blocked && m2.reason?.hasPrefix("Content contains prohibited terms: fuck") == true, "aimed: the block stands")
+        #expect(m2.textVerdict?.classifier?.scores["harassment"] == 0.97)
+        let m3 = try #require(try await store.item("m3"))
+        #expect(m3.status == .blocked && m3.reason == "Content contains prohibited terms: fucking", "no answer: the block stands")
+        #expect(try await store.item("m4")?.status == .blocked)
+        #expect(!moderation.texts.contains("nigger"), "a slur is never a question for the classifier")
+    }
+
     @Test func openAIModerationSendsTheKeyAndMapsTheHighestSource() async throws {
         let moderation = try await FakeModerationServer.start { _ in
             ["hate": 0.2, "hate/threatening": 0.7, "harassment/threatening": 0.3, "self-harm/instructions": 0.4, "violence/graphic": 0.9]
@@ -197,6 +231,7 @@ import Testing
         (#""classifierPolicy": {"threat": {"delete": 0.5}}"#, #"unknown config key "text.classifierPolicy.threat.delete""#),
         (#""classifierPolicy": {"threat": {"block": 1.5}}"#, #"bad value for config key "text.classifierPolicy.threat.block": must be a score in [0, 1], got 1.5"#),
         (#""classifierPolicy": {"hate": {"review": 0.9, "block": 0.5}}"#, #"bad value for config key "text.classifierPolicy.hate": thresholds must not decrease from mark to review to block, got review 0.9, block 0.5"#),
+        (#""classifierMayAllow": ["slur"]"#, #"bad value for config key "text.classifierMayAllow": slur cannot be let through by a classifier"#),
         (#""classifierEndpoint": "ftp://x""#, #"bad value for config key "text.classifierEndpoint": must be an http:// or https:// URL, got "ftp://x""#),
     ])
     func badSettingsNameTheKey(setting: String, expected: String) throws {

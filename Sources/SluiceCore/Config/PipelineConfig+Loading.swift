@@ -267,7 +267,7 @@ private struct ConfigFile: Decodable {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case wordlistsDirectory, languages, wordlists, allowlists, actions, maxLength
             case classifier, classifierEndpoint, classifierModel, classifierApiKeyEnv, classifierTimeoutSeconds, classifierMaxAttempts
-            case classifierMaxInFlight, classifierPolicy
+            case classifierMaxInFlight, classifierPolicy, classifierMayAllow
         }
 
         init(from decoder: any Decoder) throws {
@@ -291,6 +291,7 @@ private struct ConfigFile: Decodable {
             classifier.timeoutSeconds = try c.value(.classifierTimeoutSeconds, default: classifier.timeoutSeconds)
             classifier.maxAttempts = try c.value(.classifierMaxAttempts, default: classifier.maxAttempts)
             classifier.maxInFlight = try c.value(.classifierMaxInFlight, default: classifier.maxInFlight)
+            classifier.mayAllow = try c.value(.classifierMayAllow, default: classifier.mayAllow)
             if c.contains(.classifierPolicy) {
                 // Named categories replace the standard rule for that category; the others keep theirs.
                 let nested = try c.superDecoder(forKey: .classifierPolicy)

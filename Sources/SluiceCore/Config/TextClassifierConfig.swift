@@ -71,6 +71,10 @@ public struct TextClassifierConfig: Sendable, Equatable {
     /// Provider calls at once; the text queue judges this many lines at a time when a classifier is set.
     public var maxInFlight: Int = 16
     public var policy: [TextCategory: TextCategoryRule] = TextClassifierConfig.standardPolicy
+    /// Wordlist severities the classifier may let through: a message blocked only by words of these severities is
+    /// asked too, and allowed (marked) when no category reaches `review` — "fuck yeah we won" — while aimed abuse
+    /// stays blocked. Empty (the default): the wordlists' block always stands. Never `slur`.
+    public var mayAllow: [Severity] = []
 
     /// Threats, hate and self-harm go to a person from 0.4 (threats and hate are blocked from 0.8); harassment
     /// is marked from 0.5 and held from 0.8; sexual content involving minors is blocked from 0.4.
@@ -109,6 +113,12 @@ public struct TextClassifierConfig: Sendable, Equatable {
         }
         if !(1...256).contains(maxInFlight) {
             problems.append(.badValue(key: "text.classifierMaxInFlight", reason: "must be 1...256, got \(maxInFlight)"))
+        }
+        if mayAllow.contains(.slur) {
+            problems.append(.badValue(key: "text.classifierMayAllow", reason: "slur cannot be let through by a classifier; allowed: mild, strong, severe"))
+        }
+        if !mayAllow.isEmpty && kind == .none {
+            problems.append(.badValue(key: "text.classifierMayAllow", reason: "needs text.classifier (it is \"none\")"))
         }
         for (category, rule) in policy.sorted(by: { $0.key < $1.key }) {
             let key = "text.classifierPolicy.\(category.rawValue)"

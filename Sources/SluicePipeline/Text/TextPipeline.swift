@@ -29,7 +29,10 @@ public struct TextPipeline: Sendable {
         self.observer = observer
         self.rules = rules
         func judged<Input>(_ head: Pipeline<Input, Filtered>) -> Pipeline<Input, Prioritised> {
-            let screened = classifier.map { head.then(ClassifyTextStage(classifier: $0, policy: classifierConfig.policy)) } ?? head
+            let blocking = Set(Severity.allCases.filter { filter.options.actions[$0, default: .block] == .block })
+            let screened = classifier.map {
+                head.then(ClassifyTextStage(classifier: $0, policy: classifierConfig.policy, mayAllow: Set(classifierConfig.mayAllow), blocking: blocking))
+            } ?? head
             return screened.then(PrioritiseStage(engine: priority)).verdict(by: "text")
         }
         judging = judged(Pipeline(FilterStage(filter: filter), observer: observer))
