@@ -27,6 +27,10 @@ func run(_ executable: String, _ args: [String]) throws -> Int32 {
 @main
 enum SluiceBench {
     static func main() async throws {
+        if CommandLine.arguments.contains("--ingest") {
+            try await IngestBench.run()
+            return
+        }
         if CommandLine.arguments.contains("--reprocess") {
             try await ReprocessBench.run()
             return
