@@ -74,6 +74,9 @@ struct PriorityCommand: AsyncParsableCommand {
         var swaps: Int
         /// expected band → scored band → count.
         var confusion: [String: [String: Int]]
+        /// Which engine answered how many lines (`llm`, `rules`, `rules (llm fallback)`): an LLM run counts its
+        /// fallbacks here instead of passing the rules' answers off as the model's.
+        var engines: [String: Int]
     }
 
     func evaluate(_ engine: any PriorityEngine, file: String) async throws {
@@ -86,6 +89,7 @@ struct PriorityCommand: AsyncParsableCommand {
         var lines = 0
         var correct = 0
         var swaps = 0
+        var engines: [String: Int] = [:]
         for (index, raw) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
             let line: Labelled
             do { line = try JSONDecoder().decode(Labelled.self, from: Data(raw)) } catch {
@@ -94,6 +98,7 @@ struct PriorityCommand: AsyncParsableCommand {
             guard bands.contains(line.band) else { throw CLIError(message: "\(file):\(index + 1): band \"\(line.band)\" is not high, medium or low") }
             let verdict = await engine.score(line.text, context: line.context)
             lines += 1
+            engines[verdict.engine, default: 0] += 1
             confusion[line.band, default: [:]][verdict.priority, default: 0] += 1
             if verdict.priority == line.band {
                 correct += 1
@@ -106,12 +111,13 @@ struct PriorityCommand: AsyncParsableCommand {
             }
         }
         let result = Evaluation(file: file, lines: lines, correct: correct, accuracy: lines == 0 ? 0 : Double(correct) / Double(lines),
-                                swaps: swaps, confusion: confusion)
+                                swaps: swaps, confusion: confusion, engines: engines)
         if json {
             try printJSON(result)
             return
         }
-        print("\(file): \(correct)/\(lines) in the right band = \(String(format: "%.1f%%", result.accuracy * 100)); high↔low swaps: \(swaps)")
+        print("\(file): \(correct)/\(lines) in the right band = \(String(format: "%.1f%%", result.accuracy * 100)); high↔low swaps: \(swaps)"
+              + (engines.keys.count > 1 || engines["rules"] == nil ? "; answered by " + engines.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") : ""))
         var table = TextTable(headers: ["EXPECTED \\ SCORED", "HIGH", "MEDIUM", "LOW"])
         for band in bands { table.rows.append([band] + bands.map { "\(confusion[band]?[$0] ?? 0)" }) }
         print(table.render())
