@@ -22,6 +22,28 @@ extension SQLiteStore {
     static let upsertItemSQL = "INSERT INTO item (\(itemColumns.joined(separator: ", "))) VALUES (\(placeholders(itemColumns.count))) "
         + "ON CONFLICT(id) DO UPDATE SET " + itemColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
 
+    /// The columns a text queue's item uses, in binding order: 20, so GRDB binds them without copying (it does for
+    /// up to 20 arguments). The other columns are set to NULL, as `ItemRow(item).save` would for such an item.
+    static let textColumns = [
+        "id", "kind", "userId", "status", "reason", "contentHash", "attempts", "createdAt", "updatedAt", "text", "textContext",
+        "textKind", "textSource", "textVerdict", "priority", "recipientId", "conversationId", "sentAt", "members", "conversation",
+    ]
+
+    static let upsertTextItemSQL: String = {
+        let others = itemColumns.filter { !textColumns.contains($0) }
+        return "INSERT INTO item (\(textColumns.joined(separator: ", "))) VALUES (\(placeholders(textColumns.count))) "
+            + "ON CONFLICT(id) DO UPDATE SET " + (textColumns.dropFirst().map { "\($0) = excluded.\($0)" } + others.map { "\($0) = NULL" })
+            .joined(separator: ", ")
+    }()
+
+    /// Whether an item has nothing outside `textColumns` (every text queue line).
+    static func usesTextColumnsOnly(_ item: Item) -> Bool {
+        item.kind == .text && item.provider == nil && item.safeSearch == nil && item.exif == nil && item.outputs == ItemOutputs()
+            && item.original == nil && item.format == nil && item.width == nil && item.height == nil && item.sourceBytes == nil
+            && item.timings == StageTimings() && item.caption == nil && item.decision == nil && item.pdq == nil && item.match == nil
+            && item.reused == nil
+    }
+
     static let insertEventSQL = "INSERT INTO event (itemId, at, type, fromStatus, toStatus, stage, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
     /// The batch's stored rows, by id: when each was created, how many attempts it had, its status and content hash.
@@ -42,6 +64,7 @@ extension SQLiteStore {
             }
         }
         let upsert = try db.cachedStatement(sql: upsertItemSQL)
+        let upsertText = try db.cachedStatement(sql: upsertTextItemSQL)
         let event = try db.cachedStatement(sql: insertEventSQL)
         var values: [(any DatabaseValueConvertible)?] = []
         values.reserveCapacity(itemColumns.count)
@@ -52,16 +75,27 @@ extension SQLiteStore {
             if skippingUnchanged, let before, before.hash == (item.contentHash ?? "") { continue }
             written += 1
             let updatedAt = StorageDate.string(item.updatedAt)
-            values.removeAll(keepingCapacity: true)
-            appendColumns(of: item, createdAt: before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue,
-                          attempts: before.map { $0.attempts + 1 } ?? item.attempts, updatedAt: updatedAt, into: &values)
-            upsert.setUncheckedArguments(StatementArguments(values))
-            try upsert.execute()
+            let createdAt = before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue
+            let attempts = before.map { $0.attempts + 1 } ?? item.attempts
+            if usesTextColumnsOnly(item) {
+                let content = item.content
+                let arguments: StatementArguments = [
+                    id, item.kind.rawValue, item.userId, item.status.rawValue, item.reason, item.contentHash, attempts, createdAt, updatedAt,
+                    content?.text, content?.context, content?.kind, content?.source, item.textVerdict?.canonicalJSON,
+                    item.priority?.canonicalJSON, content?.recipientId, content?.conversationId, content?.sentAt.map(StorageDate.string),
+                    content?.members.flatMap(ItemRow.json), item.conversation.flatMap(ItemRow.json),
+                ]
+                try upsertText.execute(arguments: arguments)
+            } else {
+                values.removeAll(keepingCapacity: true)
+                appendColumns(of: item, createdAt: createdAt, attempts: attempts, updatedAt: updatedAt, into: &values)
+                upsert.setUncheckedArguments(StatementArguments(values))
+                try upsert.execute()
+            }
             // A row written again in the same batch counts its own earlier write as the previous one.
             previous[id] = (before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue, before.map { $0.attempts + 1 } ?? item.attempts,
                             item.status.rawValue, item.contentHash)
-            event.setUncheckedArguments([id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
-            try event.execute()
+            try event.execute(arguments: [id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
         }
         return written
     }
