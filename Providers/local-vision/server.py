@@ -33,18 +33,17 @@ import base64
 import binascii
 import json
 import os
-import signal
 import sys
 import threading
 import time
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# This provider's modules, then Providers/common (the shared HTTP plumbing; not installed).
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "common")]
 
+import httpkit  # noqa: E402  (stdlib only)
 import mapping  # noqa: E402  (pure, stdlib only)
+from httpkit import RequestError, env_int  # noqa: E402
 
 NUDENET_MODEL = "nudenet-320n"
 MODEL_CHOICES = ("nudenet", "open_nsfw", "image_safety")  # also the order they run and are reported in
@@ -53,7 +52,6 @@ ANNOTATE_PATH = "/v1/images:annotate"
 HEALTH_PATH = "/healthz"
 FEATURE = "SAFE_SEARCH_DETECTION"
 
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8089
 DEFAULT_MAX_BODY_BYTES = 40 * 1024 * 1024  # Google's payload limit: 41943040 bytes
 DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024  # Google's per-image file size limit
@@ -64,29 +62,7 @@ DEFAULT_MAX_PIXELS = 75_000_000  # refuse decompression bombs before decoding
 CODE_INVALID_ARGUMENT = 3
 CODE_INTERNAL = 13
 
-# HTTP status -> google.rpc status name for the whole-request error envelope.
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    411: "INVALID_ARGUMENT",
-    413: "INVALID_ARGUMENT",
-    414: "INVALID_ARGUMENT",
-    431: "INVALID_ARGUMENT",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-}
-
-
-def log(msg):
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    try:
-        sys.stderr.write(f"{stamp}Z local-vision: {msg}\n")
-        sys.stderr.flush()
-    except Exception:  # never let logging take the service down
-        pass
+log = httpkit.make_log("local-vision")
 
 
 class ImageError(Exception):
@@ -96,26 +72,6 @@ class ImageError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-class RequestError(Exception):
-    """A whole-request failure, reported as an HTTP error envelope."""
-
-    def __init__(self, http_status, message, close=False):
-        super().__init__(message)
-        self.http_status = http_status
-        self.message = message
-        self.close = close
-
-
-def error_envelope(http_status, message):
-    return {
-        "error": {
-            "code": int(http_status),
-            "message": message,
-            "status": _STATUS_NAMES.get(int(http_status), "UNKNOWN"),
-        }
-    }
 
 
 def image_error(code, message):
@@ -340,206 +296,33 @@ def annotate_body(classifier, body, max_images):
     return {"responses": [annotate_one(classifier, r) for r in requests]}
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(httpkit.JSONHandler):
     server_version = "sluice-local-vision/1.0"
-    protocol_version = "HTTP/1.1"
-    timeout = 120  # seconds of socket inactivity before a connection is dropped
-    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
-
-    # ---- plumbing -------------------------------------------------------
-
-    def version_string(self):
-        return self.server_version
-
-    def setup(self):
-        super().setup()
-        self._t0 = time.monotonic()
-        self._note = ""
-
-    def parse_request(self):
-        self._t0 = time.monotonic()  # time from the request line, not idle keep-alive
-        return super().parse_request()
-
-    def log_request(self, code="-", size="-"):
-        pass  # one line per request is written by _log_line instead
-
-    def log_message(self, format, *args):
-        pass
-
-    def _path(self):
-        return unquote(urlsplit(self.path).path)  # ?key=... is ignored
-
-    def _log_line(self, status, nbytes):
-        elapsed = (time.monotonic() - self._t0) * 1000.0
-        client = self.client_address[0] if self.client_address else "-"
-        method = getattr(self, "command", None) or "-"
-        try:
-            path = "".join(c if c.isprintable() else "?" for c in self._path()[:200])
-        except Exception:
-            path = "-"
-        note = f" {self._note}" if self._note else ""
-        log(f"{client} {method} {path} {status} {nbytes}B {elapsed:.1f}ms{note}")
-
-    def _send_json(self, status, doc, close=False, extra_headers=()):
-        payload = json.dumps(doc, separators=(",", ":")).encode("utf-8")
-        try:
-            self.send_response(int(status))
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in extra_headers:
-                self.send_header(name, value)
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            if getattr(self, "command", None) != "HEAD":
-                self.wfile.write(payload)
-                self.wfile.flush()
-        except OSError:
-            self.close_connection = True
-        self._log_line(int(status), len(payload))
-        self._note = ""
-
-    def _send_error_doc(self, status, message, close=False, extra_headers=()):
-        self._send_json(status, error_envelope(status, message), close, extra_headers)
-
-    def send_error(self, code, message=None, explain=None):
-        # Used by BaseHTTPRequestHandler for malformed request lines, oversize
-        # headers, etc.: answer in the same JSON envelope.
-        try:
-            reason = message or HTTPStatus(code).phrase
-        except ValueError:
-            reason = message or "Error"
-        if len(reason) > 200:  # do not echo kilobytes of junk back
-            reason = reason[:200] + "..."
-        self._send_error_doc(code, reason, close=True)
-
-    def _read_body(self, limit):
-        te = (self.headers.get("Transfer-Encoding") or "").lower()
-        length = self.headers.get("Content-Length")
-        if "chunked" in te:
-            return self._read_chunked(limit)
-        if length is None:
-            raise RequestError(411, "Content-Length header is required", close=True)
-        try:
-            n = int(length)
-            if n < 0:
-                raise ValueError
-        except ValueError:
-            raise RequestError(400, "Invalid Content-Length header", close=True) from None
-        if n > limit:
-            raise RequestError(
-                413, f"Request payload size exceeds the limit: {limit} bytes.", close=True
-            )
-        data = self.rfile.read(n)
-        if len(data) != n:
-            raise RequestError(400, "Request body shorter than Content-Length", close=True)
-        return data
-
-    def _read_chunked(self, limit):
-        parts, total = [], 0
-        while True:
-            line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise RequestError(400, "Malformed chunked request body", close=True) from None
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass  # discard trailers
-                return b"".join(parts)
-            total += size
-            if total > limit:
-                raise RequestError(
-                    413, f"Request payload size exceeds the limit: {limit} bytes.", close=True
-                )
-            chunk = self.rfile.read(size)
-            if len(chunk) != size:
-                raise RequestError(400, "Truncated chunked request body", close=True)
-            parts.append(chunk)
-            self.rfile.readline(8)  # CRLF after each chunk
+    style = httpkit.GOOGLE  # {"error": {"code", "message", "status"}}, no full stops
 
     # ---- routing --------------------------------------------------------
 
-    def _route(self, method):
-        try:
-            path = self._path()
-            if path == ANNOTATE_PATH:
-                if method != "POST":
-                    return self._method_not_allowed("POST")
-                return self._annotate()
-            if path == HEALTH_PATH:
-                if method not in ("GET", "HEAD"):
-                    return self._method_not_allowed("GET, HEAD")
-                return self._send_json(200, self.server.health)
-            return self._send_error_doc(404, f"Not found: {path}", close=self._has_body())
-        except Exception as exc:  # never crash the handler thread on bad input
-            log(f"unhandled error: {type(exc).__name__}: {exc}")
-            try:
-                self._send_error_doc(500, "Internal server error", close=True)
-            except Exception:
-                self.close_connection = True
-
-    def _has_body(self):
-        return bool(self.headers.get("Content-Length") not in (None, "0")
-                    or self.headers.get("Transfer-Encoding"))
-
-    def _method_not_allowed(self, allow):
-        self._send_error_doc(
-            405,
-            f"Method {self.command} not allowed for {self._path()}; allowed: {allow}",
-            close=self._has_body(),  # we do not read the body: drop the connection
-            extra_headers=[("Allow", allow)],
-        )
+    def route(self, method, path):
+        if path == ANNOTATE_PATH:
+            if method != "POST":
+                return self.method_not_allowed("POST")
+            return self._annotate()
+        if path == HEALTH_PATH:
+            if method not in ("GET", "HEAD"):
+                return self.method_not_allowed("GET, HEAD")
+            return self.send_json(200, self.server.health)
+        return self.send_error_doc(404, f"Not found: {path}", close=self.has_body())
 
     def _annotate(self):
         srv = self.server
-        try:
-            body = self._read_body(srv.max_body_bytes)
-            result = annotate_body(srv.classifier, body, srv.max_images)
-        except RequestError as err:
-            self._send_error_doc(err.http_status, err.message, close=err.close)
+        result = self.read_request(lambda body: annotate_body(srv.classifier, body,
+                                                              srv.max_images))
+        if result is None:
             return
         n = len(result["responses"])
         errors = sum(1 for r in result["responses"] if "error" in r)
-        self._note = f"images={n} errors={errors}"
-        self._send_json(200, result)
-
-    def do_GET(self):
-        self._route("GET")
-
-    def do_HEAD(self):
-        self._route("HEAD")
-
-    def do_POST(self):
-        self._route("POST")
-
-    def do_PUT(self):
-        self._route("PUT")
-
-    def do_DELETE(self):
-        self._route("DELETE")
-
-    def do_PATCH(self):
-        self._route("PATCH")
-
-    def do_OPTIONS(self):
-        self._route("OPTIONS")
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
-
-    def handle_error(self, request, client_address):
-        exc = sys.exc_info()[1]
-        log(f"connection error from {client_address[0]}: {type(exc).__name__}: {exc}")
-
-
-def _env_int(name, default):
-    value = os.environ.get(name)
-    return int(value) if value else default
+        self.note = f"images={n} errors={errors}"
+        self.send_json(200, result)
 
 
 def _models_arg(text):
@@ -557,21 +340,15 @@ def parse_args(argv=None):
                         "adult, racy), image_safety (MIT; violence), or a comma-separated "
                         "combination, e.g. open_nsfw,image_safety (ensemble: per field the "
                         "higher likelihood)")
-    p.add_argument("--host", default=os.environ.get("LOCAL_VISION_HOST", DEFAULT_HOST),
-                   help="address to bind, default 127.0.0.1")
-    p.add_argument("--port", type=int, default=_env_int("LOCAL_VISION_PORT", DEFAULT_PORT),
-                   help="TCP port, default 8089 (0 picks a free one; the ready line shows it)")
-    p.add_argument("--max-body-bytes", type=int,
-                   default=_env_int("LOCAL_VISION_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
-                   help="larger request bodies get HTTP 413 (default: 40 MiB)")
+    httpkit.add_listen_args(p, "LOCAL_VISION", DEFAULT_PORT, DEFAULT_MAX_BODY_BYTES)
     p.add_argument("--max-image-bytes", type=int,
-                   default=_env_int("LOCAL_VISION_MAX_IMAGE_BYTES", DEFAULT_MAX_IMAGE_BYTES),
+                   default=env_int("LOCAL_VISION_MAX_IMAGE_BYTES", DEFAULT_MAX_IMAGE_BYTES),
                    help="larger images get a per-image error (default: 20 MiB)")
     p.add_argument("--max-images", type=int,
-                   default=_env_int("LOCAL_VISION_MAX_IMAGES", DEFAULT_MAX_IMAGES),
+                   default=env_int("LOCAL_VISION_MAX_IMAGES", DEFAULT_MAX_IMAGES),
                    help="maximum number of requests[] elements per call (default: 16)")
     p.add_argument("--max-pixels", type=int,
-                   default=_env_int("LOCAL_VISION_MAX_PIXELS", DEFAULT_MAX_PIXELS),
+                   default=env_int("LOCAL_VISION_MAX_PIXELS", DEFAULT_MAX_PIXELS),
                    help="larger images are refused before decoding (default: 75e6)")
     return p.parse_args(argv)
 
@@ -586,29 +363,14 @@ def main(argv=None):
         return 1
     loaded = ", ".join(f"{m['model']} ({m['license']})" for m in classifier.info)
     log(f"models {loaded} loaded in {time.monotonic() - t0:.2f}s")
-    try:
-        httpd = Server((args.host, args.port), Handler)
-    except OSError as exc:
-        log(f"cannot listen on {args.host}:{args.port}: {exc}")
+    httpd = httpkit.listen(args.host, args.port, Handler, log)
+    if httpd is None:
         return 1
     httpd.classifier = classifier
     httpd.health = {"status": "ok", "model": classifier.name, "models": classifier.info}
     httpd.max_body_bytes = args.max_body_bytes
     httpd.max_images = args.max_images
-    host, port = httpd.server_address[:2]
-    log(f"listening on http://{host}:{port} (POST {ANNOTATE_PATH}, GET {HEALTH_PATH})")
-
-    def _stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
-    try:
-        httpd.serve_forever(poll_interval=0.5)
-    except KeyboardInterrupt:
-        log("stopping")
-    finally:
-        httpd.server_close()
-    return 0
+    return httpkit.serve(httpd, f"POST {ANNOTATE_PATH}, GET {HEALTH_PATH}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""End-to-end tests: the real service as a subprocess on a free loopback port."""
+"""End-to-end tests: the real service as a subprocess on a free loopback port, under
+Providers/common/netguard.py (Providers/common/launchkit.py starts it)."""
 
 import base64
 import http.client
@@ -6,17 +7,14 @@ import json
 import math
 import re
 import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+import launchkit  # Providers/common, put on sys.path by tests/conftest.py
+
 HERE = Path(__file__).resolve().parent.parent  # Providers/local-embed
-SERVER = HERE / "server.py"
-VENV_PY = HERE / ".venv" / "bin" / "python"
 
 EMBEDDINGS = "/v1/embeddings"
 MODEL_ID = "all-MiniLM-L6-v2"
@@ -24,31 +22,12 @@ DIM = 384
 MAX_BODY_BYTES = 16 * 1024 * 1024  # server defaults
 MAX_INPUTS = 2048
 MAX_INPUT_CHARS = 65536
-READY = re.compile(r"listening on http://([0-9.]+):(\d+)")
 
 
 # ---------------------------------------------------------------- fixtures
 
 
-class Service:
-    def __init__(self, proc, host, port, log_path):
-        self.proc, self.host, self.port, self.log_path = proc, host, port, log_path
-
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            hdrs = {"Content-Type": "application/json"}
-            hdrs.update(headers or {})
-            if isinstance(body, (dict, list)):
-                body = json.dumps(body).encode()
-            conn.request(method, path, body=body, headers=hdrs)
-            resp = conn.getresponse()
-            raw = resp.read()
-            doc = json.loads(raw) if raw else None
-            return resp.status, dict(resp.getheaders()), doc
-        finally:
-            conn.close()
-
+class Service(launchkit.Service):
     def embed_doc(self, payload, **kw):
         status, headers, doc = self.request("POST", EMBEDDINGS, payload, **kw)
         assert status == 200, doc
@@ -59,49 +38,13 @@ class Service:
         doc = self.embed_doc({"model": MODEL_ID, "input": texts, **extra})
         return [d["embedding"] for d in doc["data"]]
 
-    def log_text(self):
-        return self.log_path.read_text(errors="replace")
-
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    python = str(VENV_PY) if VENV_PY.exists() else sys.executable
-    log_path = tmp_path_factory.mktemp("local-embed") / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [python, "-u", str(SERVER), "--host", "127.0.0.1", "--port", "0", "--workers", "2"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(HERE),
-        )
-    try:
-        deadline = time.monotonic() + 120
-        match = None
-        while match is None:
-            if proc.poll() is not None:
-                pytest.fail(f"service exited with {proc.returncode}:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"service did not become ready:\n{log_path.read_text()}")
-            match = READY.search(log_path.read_text(errors="replace"))
-            if match is None:
-                time.sleep(0.1)
-        svc = Service(proc, match.group(1), int(match.group(2)), log_path)
-        while True:  # wait for /healthz as a client would
-            try:
-                status, _, doc = svc.request("GET", "/healthz", timeout=5)
-                if status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("healthz never answered 200")
-            time.sleep(0.1)
+    # server.py under Providers/common/netguard.py: any non-loopback network use fails.
+    with launchkit.launch(HERE, tmp_path_factory, "--workers", "2",
+                          service_class=Service) as svc:
         yield svc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def dot(a, b):
@@ -501,9 +444,11 @@ def test_service_survives_bad_input_and_logs_each_request(service):
     assert status == 200 and doc["status"] == "ok"
     assert len(service.embed(["still alive"])) == 1
     assert service.proc.poll() is None
-    log = service.log_text()
-    assert re.search(r" POST /v1/embeddings 200 \d+B [0-9.]+ms inputs=1 tokens=4 format=float", log)
+    pattern = r" POST /v1/embeddings 200 \d+B [0-9.]+ms inputs=1 tokens=4 format=float"
+    log = service.wait_log(pattern)  # the line follows the response
+    assert re.search(pattern, log)
     assert re.search(r" GET /healthz 200 ", log)
     assert re.search(r" GET /a\?b\?c\?\[31m 404 ", log)
     assert all(line.startswith("20") for line in log.splitlines())  # one line per request
     assert "Traceback" not in log
+    assert "NETGUARD" not in log  # no Python code in the service tried the network

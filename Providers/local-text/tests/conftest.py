@@ -1,4 +1,5 @@
-"""Shared fixtures: the in-process scorer (rules + profanity model) and the dev-set files."""
+"""Shared fixtures: the in-process scorer (rules + profanity model) and the dev-set files.
+Also puts this provider and Providers/common (launchkit.py, netguard.py) on sys.path."""
 
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 HERE = Path(__file__).resolve().parent.parent  # Providers/local-text
 DATA = Path(__file__).resolve().parent / "data"
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "common"))  # stdlib only, not installed
 
 
 def load_lines(name):

@@ -1,5 +1,5 @@
 """End-to-end tests: the real service as a subprocess on a free loopback port,
-under tests/netguard.py (any non-loopback network use by its Python code fails)."""
+under Providers/common/netguard.py (any non-loopback network use by its Python code fails)."""
 
 import http.client
 import json
@@ -327,8 +327,9 @@ def test_healthz_lists_what_runs(service):
 
 def test_log_has_one_line_per_request_and_no_netguard(service):
     service.moderate(["logged once"])
-    log = service.log_text()
-    assert re.search(r"POST /v1/moderations 200 \d+B [\d.]+ms inputs=1 chars=11 flagged=0", log)
+    pattern = r"POST /v1/moderations 200 \d+B [\d.]+ms inputs=1 chars=11 flagged=0"
+    log = service.wait_log(pattern)
+    assert re.search(pattern, log)
     assert "logged once" not in log  # message text is never logged
     assert "NETGUARD" not in log
 

@@ -1,23 +1,13 @@
-"""Start the real service (server.py) as a subprocess for the tests; shared by the test modules."""
+"""local-vision's test helpers: the fixture photos, and launch() / Service for the real
+service (server.py as a subprocess), built on Providers/common/launchkit.py."""
 
-import contextlib
-import http.client
-import json
 import os
-import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pytest
+import launchkit  # Providers/common, put on sys.path by tests/conftest.py
 
 HERE = Path(__file__).resolve().parent.parent  # Providers/local-vision
-SERVER = HERE / "server.py"
-NETGUARD = Path(__file__).resolve().parent / "netguard.py"
-VENV_PY = HERE / ".venv" / "bin" / "python"
 ANNOTATE = "/v1/images:annotate"
-READY = re.compile(r"listening on http://([0-9.]+):(\d+)")
 REPO = HERE.parent.parent  # the repo root
 PHOTOS = Path(os.environ.get("LOCAL_VISION_PHOTOS", REPO.parent / "shared" / "fixtures" / "images" / "photos"))
 
@@ -45,25 +35,7 @@ def photo_paths():
     return paths
 
 
-class Service:
-    def __init__(self, proc, host, port, log_path):
-        self.proc, self.host, self.port, self.log_path = proc, host, port, log_path
-
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            hdrs = {"Content-Type": "application/json"}
-            hdrs.update(headers or {})
-            if isinstance(body, (dict, list)):
-                body = json.dumps(body).encode()
-            conn.request(method, path, body=body, headers=hdrs)
-            resp = conn.getresponse()
-            raw = resp.read()
-            doc = json.loads(raw) if raw else None
-            return resp.status, dict(resp.getheaders()), doc
-        finally:
-            conn.close()
-
+class Service(launchkit.Service):
     def annotate(self, requests, **kw):
         status, headers, doc = self.request("POST", ANNOTATE, {"requests": requests}, **kw)
         assert status == 200, doc
@@ -72,51 +44,13 @@ class Service:
         assert len(doc["responses"]) == len(requests)
         return doc["responses"]
 
-    def log_text(self):
-        return self.log_path.read_text(errors="replace")
-
 
 def python():
-    return str(VENV_PY) if VENV_PY.exists() else sys.executable
+    return launchkit.python(HERE)
 
 
-@contextlib.contextmanager
 def launch(tmp_path_factory, *server_args, guard=True):
-    """Start server.py on a free loopback port (under tests/netguard.py unless
+    """Start server.py on a free loopback port (under Providers/common/netguard.py unless
     guard=False), wait for /healthz, yield a Service, stop it afterwards."""
-    log_path = tmp_path_factory.mktemp("local-vision") / "server.log"
-    cmd = [python(), "-u"] + ([str(NETGUARD)] if guard else []) + [
-        str(SERVER), "--host", "127.0.0.1", "--port", "0", *server_args]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(HERE))
-    try:
-        deadline = time.monotonic() + 120
-        match = None
-        while match is None:
-            if proc.poll() is not None:
-                pytest.fail(f"service exited with {proc.returncode}:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"service did not become ready:\n{log_path.read_text()}")
-            match = READY.search(log_path.read_text(errors="replace"))
-            if match is None:
-                time.sleep(0.1)
-        svc = Service(proc, match.group(1), int(match.group(2)), log_path)
-        # Wait for /healthz as a client would.
-        while True:
-            try:
-                status, _, doc = svc.request("GET", "/healthz", timeout=5)
-                if status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("healthz never answered 200")
-            time.sleep(0.1)
-        yield svc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return launchkit.launch(HERE, tmp_path_factory, *server_args, guard=guard,
+                            service_class=Service)

@@ -27,7 +27,7 @@ MAX_BODY_BYTES = 40 * 1024 * 1024  # server default
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    # The default configuration (no --models: NudeNet only), under tests/netguard.py.
+    # The default configuration (no --models: NudeNet only), under Providers/common/netguard.py.
     with launch(tmp_path_factory) as svc:
         yield svc
 
@@ -374,8 +374,9 @@ def test_service_survives_bad_input_and_logs_each_request(service, good_image):
     (resp,) = service.annotate([req(good_image)])
     assert_safe_photo(resp)
     assert service.proc.poll() is None
-    log = service.log_text()
-    assert re.search(r" POST /v1/images:annotate 200 \d+B [0-9.]+ms images=1 errors=0", log)
+    pattern = r" POST /v1/images:annotate 200 \d+B [0-9.]+ms images=1 errors=0"
+    log = service.wait_log(pattern)  # the line follows the response
+    assert re.search(pattern, log)
     assert re.search(r" GET /healthz 200 ", log)
     assert re.search(r" GET /a\?b\?c\?\[31m 404 ", log)
     assert all(line.startswith("20") for line in log.splitlines())  # one line per request

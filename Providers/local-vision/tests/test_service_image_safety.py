@@ -1,6 +1,6 @@
 """The real service with --models image_safety, open_nsfw,image_safety and all three.
 
-Each service runs as a subprocess on a free loopback port under tests/netguard.py
+Each service runs as a subprocess on a free loopback port under Providers/common/netguard.py
 (any non-loopback network use from Python code is refused and logged). Only the
 shared fixture images (no people in the photos; no violence, no nudity anywhere)
 and synthetic images are used.

@@ -1,6 +1,6 @@
 """The real service with --models open_nsfw and --models nudenet,open_nsfw.
 
-Each service runs as a subprocess on a free loopback port under tests/netguard.py
+Each service runs as a subprocess on a free loopback port under Providers/common/netguard.py
 (any non-loopback network use from Python code is refused and logged). Only the
 shared fixture photos (no people) and synthetic images are used.
 """

@@ -1,14 +1,16 @@
-"""Run server.py under a Python audit hook that refuses any non-loopback network use.
+"""Run a script (a provider's server.py) under a Python audit hook that refuses
+any non-loopback network use.
 
-    python tests/netguard.py server.py [server options]
+    python Providers/common/netguard.py Providers/<provider>/server.py [server options]
 
-Used by the service tests: every socket connect/sendto/sendmsg to an address
-outside 127.0.0.0/8 and ::1, every name lookup of a host that is not loopback,
-and every urllib request (this provider never fetches a URL) raises
-PermissionError before the system call is made, and writes one line starting
-with "NETGUARD:" to stderr, which the tests look for. It sees what Python code
-does (a model download would be Python: urllib, requests, gdown, ...), not what
-native libraries might do on their own.
+Used by the providers' service tests (launchkit.launch runs server.py under it):
+every socket connect/sendto/sendmsg to an address outside 127.0.0.0/8 and ::1,
+every name lookup of a host that is not loopback, and every urllib request (no
+provider fetches a URL) raises PermissionError before the system call is made,
+and writes one line starting with "NETGUARD:" to stderr, which the tests look
+for. It sees what Python code does (a model download would be Python: urllib,
+requests, gdown, ...), not what native libraries might do on their own.
+Stdlib only.
 """
 
 import ipaddress
