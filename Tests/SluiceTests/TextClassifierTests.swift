@@ -231,6 +231,7 @@ import Testing
         (#""classifierPolicy": {"threat": {"delete": 0.5}}"#, #"unknown config key "text.classifierPolicy.threat.delete""#),
         (#""classifierPolicy": {"threat": {"block": 1.5}}"#, #"bad value for config key "text.classifierPolicy.threat.block": must be a score in [0, 1], got 1.5"#),
         (#""classifierPolicy": {"hate": {"review": 0.9, "block": 0.5}}"#, #"bad value for config key "text.classifierPolicy.hate": thresholds must not decrease from mark to review to block, got review 0.9, block 0.5"#),
+        (#""classifierMayAllow": ["extreme"]"#, #"bad value for config key "text.classifierMayAllow[0]": "extreme" is not a severity; allowed: mild, strong, severe"#),
         (#""classifierMayAllow": ["slur"]"#, #"bad value for config key "text.classifierMayAllow": slur cannot be let through by a classifier"#),
         (#""classifierEndpoint": "ftp://x""#, #"bad value for config key "text.classifierEndpoint": must be an http:// or https:// URL, got "ftp://x""#),
     ])

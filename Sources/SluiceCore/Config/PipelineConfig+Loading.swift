@@ -291,7 +291,13 @@ private struct ConfigFile: Decodable {
             classifier.timeoutSeconds = try c.value(.classifierTimeoutSeconds, default: classifier.timeoutSeconds)
             classifier.maxAttempts = try c.value(.classifierMaxAttempts, default: classifier.maxAttempts)
             classifier.maxInFlight = try c.value(.classifierMaxInFlight, default: classifier.maxInFlight)
-            classifier.mayAllow = try c.value(.classifierMayAllow, default: classifier.mayAllow)
+            for (index, name) in try c.value(.classifierMayAllow, default: [String]()).enumerated() {
+                guard let severity = Severity(rawValue: name) else {
+                    throw ConfigurationError.badValue(key: "text.classifierMayAllow[\(index)]",
+                                                      reason: "\"\(name)\" is not a severity; allowed: mild, strong, severe")
+                }
+                classifier.mayAllow.append(severity)
+            }
             if c.contains(.classifierPolicy) {
                 // Named categories replace the standard rule for that category; the others keep theirs.
                 let nested = try c.superDecoder(forKey: .classifierPolicy)
