@@ -31,10 +31,13 @@ public struct PriorityScorer: Sendable {
     static let negators: Set<String> = ["not", "no", "isn", "isnt", "don", "dont", "never", "without", "nothing", "aren", "arent",
                                         "wasn", "wasnt", "nobody", "hardly"]
     static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "monday", "tuesday",
-                                         "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime"]
+                                         "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime",
+                                         "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"]
     static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
                                      "h", "m", "day", "days", "week", "weeks"]
-    static let deadlineWords: Set<String> = ["by", "before", "until", "till"]
+    static let weekdays: Set<String> = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues",
+                                        "wed", "thu", "thur", "thurs", "fri", "sat", "sun"]
+    static let deadlineWords: Set<String> = ["by", "before", "until", "till", "between"]
     static let durationWords: Set<String> = ["in", "within", "next", "wait"]
     /// Numbers written as words in "in ten minutes", "within half an hour", "in an hour".
     static let numberWords: [String: Int] = ["a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -43,7 +46,7 @@ public struct PriorityScorer: Sendable {
     /// Words before a clock time that make it the time now ("it's 2:40", "its 5:50") rather than a deadline.
     static let nowWords: Set<String> = ["it", "its", "now"]
     /// Words before a clock time that make it a deadline or a start ("at 3", "by 4").
-    static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at"]
+    static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at", "is"]
 
     /// What the scorer knows about one word: the indicators starting with it and its roles, so each word of
     /// a message costs one hash lookup.
@@ -115,6 +118,8 @@ public struct PriorityScorer: Sendable {
         var shouting = false
         var exclamations = 0
         var wordCount = 0
+        /// A weekday is named ("thursday", "fri").
+        var namesDay = false
 
         func has(_ kind: String) -> Bool { weights[kind] != nil }
         func sum(_ kind: String) -> Int { weights[kind] ?? 0 }
@@ -126,6 +131,7 @@ public struct PriorityScorer: Sendable {
         func has(_ position: Int, _ role: Roles) -> Bool { entries[position]?.roles.contains(role) == true }
         var signals = Signals()
         signals.wordCount = words.count
+        signals.namesDay = words.contains { Self.weekdays.contains($0) }
         func add(_ weight: Int, _ kind: String, _ label: String, category: String? = nil) {
             signals.weights[kind, default: 0] += weight
             signals.found.append((weight, label))
@@ -155,6 +161,9 @@ public struct PriorityScorer: Sendable {
             if has(index, .deadline), index + 2 < words.count, words[index + 1] == "the", Self.isOrdinal(words[index + 2]) {
                 // "by the 30th": a date, days away.
                 add(15, "deadline", "deadline: \(words[index]) the \(words[index + 2])")
+            } else if has(index, .deadline), index + 2 < words.count, ["next", "this"].contains(words[index + 1]), has(index + 2, .timeWord) {
+                // "by next friday", "before this weekend": days away.
+                add(15, "deadline", "deadline: \(words[index]) \(words[index + 1]) \(words[index + 2])")
             } else if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
                 let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
                 add(25, "deadline", "deadline: \(label)")
@@ -228,7 +237,8 @@ public struct PriorityScorer: Sendable {
         let immediate = t.has("immediate") || withinHour || explicit
         let blocking = t.has("blocking")
         let day = t.has("today") || t.clockDeadline
-        let later = t.has("soon") || (t.has("deadline") && !withinHour && !day)
+        // A request that names a day ("could you look at my slides, presenting thursday morning") has a deadline.
+        let later = t.has("soon") || (t.has("deadline") && !withinHour && !day) || (t.has("request") && t.namesDay)
         let contextHot = c.map { $0.sum("emergency") >= 30 || $0.has("blocking") || $0.has("immediate") || ($0.minutes ?? .max) <= 60 } ?? false
         let followUp = t.wordCount <= 12 && (t.question || t.has("followup") || t.has("request"))
 
@@ -240,7 +250,7 @@ public struct PriorityScorer: Sendable {
             found.append((15, "asked to act on it"))
         }
         if t.shouting && (emergency > 0 || immediate || t.has("urgent") || blocking || t.has("request")) && !celebrating {
-            let points = t.has("request") ? 30 : 20
+            let points = t.has("request") ? 35 : 20
             urgency += points
             found.append((points, "shouting in capitals"))
         }
@@ -259,14 +269,16 @@ public struct PriorityScorer: Sendable {
         let band: String
         if urgency >= Self.highAt {
             band = "high"
-        } else if (benign && !(request || day || later)) || (celebrating && !(request && (day || later))) || (calming && !day && !later)
+        } else if (benign && !t.has("request")) || (celebrating && !(request && (day || later))) || (calming && !day && !later)
                     || (hedged && !(request || day || later))
-                    || (chatting && !contextAsks && !(day || later || immediate || blocking || emergency >= 25 || t.has("deadline"))) {
+                    || (chatting && !contextAsks && !(day || immediate || blocking || emergency >= 25 || t.has("deadline"))) {
             band = "low"
-        } else if c != nil, t.has("followup"), followUp, !contextHot,
+        } else if c != nil, followUp, !contextHot,
                   !(day || later || immediate || blocking || emergency >= 15 || t.has("urgent") || t.has("deadline")) {
-            // "any update??", "news?": as pressing as what it follows up.
-            band = contextAsks ? "medium" : "low"
+            // "any update??", "news?": as pressing as what it follows up — low after small talk, good news or a
+            // plain remark, medium after a request, a deadline or a problem.
+            let contextChats = c.map { $0.has("smalltalk") || $0.has("celebration") } ?? false
+            band = contextAsks ? "medium" : (contextChats || t.has("followup")) ? "low" : "medium"
         } else if request || day || later || immediate || t.has("deadline") || blocking || emergency >= 15 || t.has("urgent")
                     || t.sum("escalation") >= 15 {
             band = "medium"
