@@ -2,26 +2,14 @@ import Foundation
 import GRDB
 import SluiceCore
 
-/// `recordVerdicts` without GRDB's record machinery: a text queue records tens of thousands of verdicts a second,
-/// and per row `ItemRow.save` authorised and prepared its statements anew, encoded every column through Codable
-/// and formatted dates with ICU. Here the statements are prepared once per connection (`cachedStatement`), the
-/// previous rows of a batch are read in one statement, values are bound directly, verdict JSON is the canonical
-/// text, and dates are formatted by hand in GRDB's storage format. The rows written are the same as
-/// `ItemRow(item).save(db)` writes (`StoreContractTests` reads every field back).
+/// `recordVerdicts` without GRDB's record machinery for text items: a text queue records tens of thousands of
+/// verdicts a second, and per row `ItemRow.save` authorised and prepared its statements anew, encoded every column
+/// through Codable and formatted dates with ICU. Here the statements are prepared once per connection
+/// (`cachedStatement`), the previous rows of a batch are read in one statement, a text item's 20 columns are bound
+/// directly, verdict JSON is the canonical text, and dates are formatted by hand in GRDB's storage format. The rows
+/// written are the same as `ItemRow(item).save(db)` writes, which other items still use (`StoreContractTests`
+/// reads every field back).
 extension SQLiteStore {
-    /// The item table's columns in binding order (every column `ItemRow` has).
-    static let itemColumns = [
-        "id", "kind", "userId", "status", "reason", "provider", "adult", "spoof", "medical", "violence", "racy", "exifHadGPS",
-        "exifMake", "exifModel", "exifOrientation", "approvedPath", "approvedBytes", "thumbnailPath", "thumbnailBytes",
-        "originalPath", "format", "width", "height", "sourceBytes", "contentHash", "decodeMs", "classifyMs", "writeMs",
-        "totalMs", "attempts", "createdAt", "updatedAt", "text", "textContext", "textKind", "textSource", "textVerdict",
-        "priority", "recipientId", "conversationId", "sentAt", "members", "conversation", "caption", "captionText",
-        "reviewedBy", "reviewedAt", "reviewNote", "reviewedStatus", "pdqHash", "pdqQuality", "bankMatch", "reusedFrom",
-    ]
-
-    static let upsertItemSQL = "INSERT INTO item (\(itemColumns.joined(separator: ", "))) VALUES (\(placeholders(itemColumns.count))) "
-        + "ON CONFLICT(id) DO UPDATE SET " + itemColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-
     /// The columns a text queue's item uses, in binding order: 20, so GRDB binds them without copying (it does for
     /// up to 20 arguments). The other columns are set to NULL, as `ItemRow(item).save` would for such an item.
     static let textColumns = [
@@ -29,12 +17,13 @@ extension SQLiteStore {
         "textKind", "textSource", "textVerdict", "priority", "recipientId", "conversationId", "sentAt", "members", "conversation",
     ]
 
-    static let upsertTextItemSQL: String = {
-        let others = itemColumns.filter { !textColumns.contains($0) }
+    /// The upsert of a text item: its columns bound, every other column of the table set to NULL.
+    static func upsertTextItemSQL(_ db: Database) throws -> String {
+        let others = try db.columns(in: "item").map(\.name).filter { !textColumns.contains($0) }
         return "INSERT INTO item (\(textColumns.joined(separator: ", "))) VALUES (\(placeholders(textColumns.count))) "
             + "ON CONFLICT(id) DO UPDATE SET " + (textColumns.dropFirst().map { "\($0) = excluded.\($0)" } + others.map { "\($0) = NULL" })
             .joined(separator: ", ")
-    }()
+    }
 
     /// Whether an item has nothing outside `textColumns` (every text queue line).
     static func usesTextColumnsOnly(_ item: Item) -> Bool {
@@ -63,11 +52,8 @@ extension SQLiteStore {
                 previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
             }
         }
-        let upsert = try db.cachedStatement(sql: upsertItemSQL)
-        let upsertText = try db.cachedStatement(sql: upsertTextItemSQL)
+        let upsertText = try db.cachedStatement(sql: upsertTextItemSQL(db))
         let event = try db.cachedStatement(sql: insertEventSQL)
-        var values: [(any DatabaseValueConvertible)?] = []
-        values.reserveCapacity(itemColumns.count)
         var written = 0
         for item in items {
             let id = item.id.rawValue
@@ -87,77 +73,17 @@ extension SQLiteStore {
                 ]
                 try upsertText.execute(arguments: arguments)
             } else {
-                values.removeAll(keepingCapacity: true)
-                appendColumns(of: item, createdAt: createdAt, attempts: attempts, updatedAt: updatedAt, into: &values)
-                upsert.setUncheckedArguments(StatementArguments(values))
-                try upsert.execute()
+                // Anything else (images, decided items: rare in a batch) is written by its record, as single verdicts are.
+                var updated = item
+                updated.attempts = attempts
+                if let stored = before?.createdAt, let date = Date.fromDatabaseValue(stored) { updated.createdAt = date }
+                try ItemRow(updated).save(db)
             }
             // A row written again in the same batch counts its own earlier write as the previous one.
-            previous[id] = (before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue, before.map { $0.attempts + 1 } ?? item.attempts,
-                            item.status.rawValue, item.contentHash)
+            previous[id] = (createdAt, attempts, item.status.rawValue, item.contentHash)
             try event.execute(arguments: [id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
         }
         return written
-    }
-
-    /// The values of `itemColumns` for `item`, encoded as `ItemRow` encodes them.
-    private static func appendColumns(of item: Item, createdAt: DatabaseValue, attempts: Int, updatedAt: String,
-                                      into values: inout [(any DatabaseValueConvertible)?]) {
-        let safe = item.safeSearch
-        let content = item.content
-        values.append(item.id.rawValue)
-        values.append(item.kind.rawValue)
-        values.append(item.userId)
-        values.append(item.status.rawValue)
-        values.append(item.reason)
-        values.append(item.provider)
-        values.append(safe?.adult.rawValue)
-        values.append(safe?.spoof.rawValue)
-        values.append(safe?.medical.rawValue)
-        values.append(safe?.violence.rawValue)
-        values.append(safe?.racy.rawValue)
-        values.append(item.exif?.hadGPS)
-        values.append(item.exif?.make)
-        values.append(item.exif?.model)
-        values.append(item.exif?.orientation)
-        values.append(item.outputs.approved)
-        values.append(item.outputs.approvedBytes)
-        values.append(item.outputs.thumbnail)
-        values.append(item.outputs.thumbnailBytes)
-        values.append(item.original)
-        values.append(item.format)
-        values.append(item.width)
-        values.append(item.height)
-        values.append(item.sourceBytes)
-        values.append(item.contentHash)
-        values.append(item.timings.decodeMs)
-        values.append(item.timings.classifyMs)
-        values.append(item.timings.writeMs)
-        values.append(item.timings.totalMs)
-        values.append(attempts)
-        values.append(createdAt)
-        values.append(updatedAt)
-        values.append(content?.text)
-        values.append(content?.context)
-        values.append(content?.kind)
-        values.append(content?.source)
-        values.append(item.textVerdict?.canonicalJSON)
-        values.append(item.priority?.canonicalJSON)
-        values.append(content?.recipientId)
-        values.append(content?.conversationId)
-        values.append(content?.sentAt.map(StorageDate.string))
-        values.append(content?.members.flatMap(ItemRow.json))
-        values.append(item.conversation.flatMap(ItemRow.json))
-        values.append(item.caption.flatMap(ItemRow.json))
-        values.append(item.caption?.caption?.caption)
-        values.append(item.decision?.by)
-        values.append(item.decision.map { StorageDate.string($0.at) })
-        values.append(item.decision?.note)
-        values.append(item.decision?.decision?.rawValue)
-        values.append(item.pdq?.hash.hex)
-        values.append(item.pdq?.quality)
-        values.append(item.match.flatMap(ItemRow.json))
-        values.append(item.reused.flatMap(ItemRow.json))
     }
 }
 
