@@ -60,24 +60,11 @@ extension CheckTextCommand {
         let texts: TextPipeline
         do { texts = try Pipelines.live(config: config, logger: logger).texts } catch { throw CLIError(message: "\(error)") }
         // Judged a window at a time (the classifier's latency sets the pace), results in line order.
-        var items: [Item] = []
-        let window = max(1, texts.concurrentLines)
-        for start in stride(from: 0, to: lines.count, by: window) {
-            let chunk = Array(lines[start..<min(start + window, lines.count)])
-            let judged = await withTaskGroup(of: (Int, Item).self) { group in
-                for (offset, line) in chunk.enumerated() {
-                    group.addTask {
-                        let id = ItemID("line-\(start + offset + 1)")
-                        let run = await texts.judging.run(ParsedMessage(id: id, userId: "eval", content: TextContent(text: line.text)), context: .intake)
-                        let base = Item(id: id, kind: .text, userId: "eval", status: .pending)
-                        return (offset, run.item(from: base, scope: .upload) ?? base)
-                    }
-                }
-                var results: [(Int, Item)] = []
-                for await result in group { results.append(result) }
-                return results.sorted { $0.0 < $1.0 }.map(\.1)
-            }
-            items += judged
+        let messages = lines.indices.map { ParsedMessage(id: ItemID("line-\($0 + 1)"), userId: "eval", content: TextContent(text: lines[$0].text)) }
+        let runs = await texts.judging.run(messages, context: .intake, concurrency: texts.concurrentLines)
+        let items = zip(messages, runs).map { message, run in
+            let base = Item(id: message.id, kind: .text, userId: "eval", status: .pending)
+            return run.item(from: base, scope: .upload) ?? base
         }
         var flagged = 0, flaggedRight = 0, hostile = 0, hostileHit = 0, unlisted = 0, unlistedHit = 0
         var concern = 0, concernHit = 0, clean = 0, cleanFlagged = 0, cleanMarked = 0, failures = 0

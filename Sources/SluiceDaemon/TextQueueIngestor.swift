@@ -54,23 +54,13 @@ public struct TextQueueIngestor: Sendable {
         return summaries
     }
 
-    /// Runs the lines through the intake pipeline (concurrently when there is more than one); items in line order.
+    /// Runs the lines through the intake pipeline (all at once when there is more than one); items in line order.
     func judge(_ lines: [(line: Data, number: Int)], file name: String) async -> [Item] {
-        func one(_ line: Data, _ number: Int) async -> Item? {
+        let inputs = lines.map { QueueLine(bytes: $0.line, source: "queues/text/\(name):\($0.number)", fallbackID: ItemID("\(name):\($0.number)")) }
+        let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: inputs.count)
+        return zip(inputs, runs).compactMap { input, run in
             let now = Date()
-            let fallback = ItemID("\(name):\(number)")
-            let run = await pipeline.intake.run(QueueLine(bytes: line, source: "queues/text/\(name):\(number)", fallbackID: fallback),
-                                                context: .intake)
-            return run.item(from: Item(id: fallback, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now), scope: .upload)
-        }
-        if lines.count == 1, let only = lines.first { return await one(only.line, only.number).map { [$0] } ?? [] }
-        return await withTaskGroup(of: (Int, Item?).self) { group in
-            for (index, entry) in lines.enumerated() {
-                group.addTask { (index, await one(entry.line, entry.number)) }
-            }
-            var items = [Item?](repeating: nil, count: lines.count)
-            for await (index, item) in group { items[index] = item }
-            return items.compactMap { $0 }
+            return run.item(from: Item(id: input.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now), scope: .upload)
         }
     }
 

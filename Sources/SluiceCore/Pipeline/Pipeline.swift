@@ -88,6 +88,27 @@ public struct Pipeline<Input: ItemFacts, Output: ItemFacts>: Sendable {
         return PipelineRun(end: end, timings: timings, total: total, verdictStage: verdictStage)
     }
 
+    /// Runs every input, `concurrency` at a time (a provider's latency, not the CPU, sets the pace), with the
+    /// runs in input order.
+    public func run(_ inputs: [Input], context: StageContext, concurrency: Int) async -> [PipelineRun<Output>] {
+        if inputs.count == 1, let only = inputs.first { return [await run(only, context: context)] }
+        var runs: [PipelineRun<Output>] = []
+        runs.reserveCapacity(inputs.count)
+        let window = max(1, concurrency)
+        for start in stride(from: 0, to: inputs.count, by: window) {
+            let chunk = inputs[start..<min(start + window, inputs.count)]
+            runs += await withTaskGroup(of: (Int, PipelineRun<Output>).self) { group in
+                for (offset, input) in chunk.enumerated() {
+                    group.addTask { (offset, await self.run(input, context: context)) }
+                }
+                var done: [(Int, PipelineRun<Output>)] = []
+                for await result in group { done.append(result) }
+                return done.sorted { $0.0 < $1.0 }.map(\.1)
+            }
+        }
+        return runs
+    }
+
     @inlinable static func step<S: Stage>(_ stage: S, _ input: S.Input, _ context: StageContext, _ recorder: any StageRecorder,
                                _ timings: inout [StageTiming]) async -> PipelineRun<S.Output>.End {
         let clock = ContinuousClock()
