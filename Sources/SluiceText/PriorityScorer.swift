@@ -30,9 +30,7 @@ public struct PriorityScorer: Sendable {
     private let lexicon: [String: Entry]
     static let negators: Set<String> = ["not", "no", "isn", "isnt", "don", "dont", "never", "without", "nothing", "aren", "arent",
                                         "wasn", "wasnt", "nobody", "hardly"]
-    static let timeWords: Set<String> = ["noon", "midnight", "tonight", "tomorrow", "today", "monday", "tuesday",
-                                         "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "lunch", "lunchtime",
-                                         "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"]
+    static let timeWords: Set<String> = weekdays.union(["noon", "midnight", "tonight", "tomorrow", "today", "morning", "lunch", "lunchtime"])
     static let units: Set<String> = ["min", "mins", "minute", "minutes", "sec", "secs", "second", "seconds", "hour", "hours", "hr", "hrs",
                                      "h", "m", "day", "days", "week", "weeks"]
     static let weekdays: Set<String> = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues",

@@ -105,4 +105,11 @@ public struct StageContext: Sendable {
     public func cannotContinue(_ verdict: Verdict, keep: String) -> Conclusion {
         failsClosed ? .verdict(verdict) : .keep(reason: keep)
     }
+
+    /// A classifier that could not be asked: on intake the item is held for review (`"[what ]not classified, held for
+    /// review: …"`), otherwise it is kept as stored, saying why.
+    public func notClassified(_ what: String? = nil, because error: String) -> Conclusion {
+        let kept = current.map { "re-classification failed, kept as \($0.status.rawValue): \(error)" } ?? error
+        return cannotContinue(.review(reason: (what.map { "\($0) " } ?? "") + "not classified, held for review: \(error)"), keep: kept)
+    }
 }

@@ -24,8 +24,7 @@ struct ClassifyStage: Stage {
             return .proceed(Classified(matched: matched, safeSearch: try await provider.classify(decoded.image.classifyJPEG),
                                        provider: provider.name, fresh: true))
         } catch {
-            let kept = context.current.map { "re-classification failed, kept as \($0.status.rawValue): \(error.description)" } ?? error.description
-            return .finish(context.cannotContinue(.review(reason: "not classified, held for review: \(error.description)"), keep: kept))
+            return .finish(context.notClassified(because: error.description))
         }
     }
 }

@@ -38,9 +38,7 @@ struct ClassifyTextStage: Stage {
         } catch {
             // The wordlists' block stands without a second opinion.
             if secondOpinion { return .proceed(filtered) }
-            let kept = context.current.map { "re-classification failed, kept as \($0.status.rawValue): \(error.description)" } ?? error.description
-            return .finish(context.cannotContinue(.review(reason: "text not classified, held for review: \(error.description)"), keep: kept),
-                           facts: filtered)
+            return .finish(context.notClassified("text", because: error.description), facts: filtered)
         }
     }
 }
