@@ -25,7 +25,7 @@ struct IngestCommand: AsyncParsableCommand {
     func run() async throws {
         let config = try common.loadConfig().config
         let ingestor: BacklogIngestor
-        do { ingestor = try Services.live(config: config).ingestor() } catch {
+        do { ingestor = try await Services.live(config: config).ingestor() } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
         var isDirectory: ObjCBool = false
@@ -107,7 +107,7 @@ struct ReviewCommand: AsyncParsableCommand {
         func apply(_ choice: HumanDecisions.Choice) async throws {
             let config = try common.loadConfig().config
             let services: Services
-            do { services = try Services.live(config: config) } catch {
+            do { services = try await Services.live(config: config) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             let who = by ?? ProcessInfo.processInfo.environment["USER"] ?? "operator"
@@ -139,7 +139,7 @@ struct ReportsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let store = try Services.store(config: config)
+            let store = try await Services.store(config: config)
             let reports = try await store.reports()
             let items = Dictionary(uniqueKeysWithValues: try await store.items(Array(Set(reports.map { ItemID($0.messageId) }))).map { ($0.id.rawValue, $0) })
             if json {

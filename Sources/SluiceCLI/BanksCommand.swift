@@ -11,9 +11,9 @@ struct BanksCommand: AsyncParsableCommand {
         commandName: "banks", abstract: "PDQ hash banks: add, import, list, export, remove, enable, disable, confirm, explain.",
         subcommands: [Add.self, Import.self, List.self, Export.self, Remove.self, Enable.self, Disable.self, Confirm.self, Explain.self])
 
-    static func banks(_ common: CommonOptions) throws -> (HashBanks, PipelineConfig) {
+    static func banks(_ common: CommonOptions) async throws -> (HashBanks, PipelineConfig) {
         let config = try common.loadConfig().config
-        return (HashBanks(store: try Services.store(config: config), matcher: nil), config)
+        return (HashBanks(store: try await Services.store(config: config), matcher: nil), config)
     }
 
     static func action(_ raw: String) throws -> BankAction {
@@ -29,7 +29,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Option(help: "Largest Hamming distance (bits of 256) that matches.") var threshold = HashBank.defaultThreshold
 
         func run() async throws {
-            let (banks, _) = try BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common)
             let bank = try await banks.create(name, action: try BanksCommand.action(action), threshold: threshold)
             print("added bank \(bank.name): \(bank.action.rawValue) within \(bank.threshold)")
         }
@@ -45,7 +45,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Option(help: "A note kept with each hash (e.g. the list's source).") var note: String?
 
         func run() async throws {
-            let (banks, _) = try BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common)
             let text: String
             if file == "-" {
                 text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
@@ -65,7 +65,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            let (banks, _) = try BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common)
             let all = try await banks.store.banks()
             let standings = try await banks.store.bankState().standings
             if json {
@@ -101,7 +101,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Flag(help: "HMA CSV rows: hash,bank,added,item,note.") var csv = false
 
         func run() async throws {
-            let (banks, _) = try BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common)
             let formatter = ISO8601DateFormatter()
             if csv { print("hash,bank,added,item,note") }
             for entry in try await banks.entries(name) {
@@ -169,7 +169,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Argument(help: "Item id: userId/imageId.") var id: String
 
         func run() async throws {
-            let (banks, config) = try BanksCommand.banks(common)
+            let (banks, config) = try await BanksCommand.banks(common)
             guard let item = try await banks.store.item(ItemID(id)) else { throw CLIError(message: "no item \(id)") }
             guard let pdq = item.pdq else { throw CLIError(message: "\(id) has no PDQ hash (not an image, or judged before Sluice hashed images: sluice reprocess --stages match)") }
             print("\(id): \(item.status.rawValue)\(item.reason.map { " (\($0))" } ?? "")")

@@ -23,7 +23,7 @@ struct RelationsCommand: AsyncParsableCommand {
             do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
                 throw CLIError(message: "cannot read \(file): \((error as NSError).localizedDescription)")
             }
-            let relations = Relations(store: try Services.store(config: config), conversation: config.conversation)
+            let relations = Relations(store: try await Services.store(config: config), conversation: config.conversation)
             let summary = try await relations.importLines(data, source: (file as NSString).lastPathComponent)
             if json {
                 try printJSON(summary)
@@ -43,7 +43,7 @@ struct RelationsCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try common.loadConfig().config
             if let problem = Identifiers.problem(with: user, role: "user") { throw CLIError(message: problem) }
-            let store = try Services.store(config: config)
+            let store = try await Services.store(config: config)
             let profile = try await store.relationUser(user) ?? RelationUser(userId: user)
             print("\(user): messagePrivacy \(profile.messagePrivacy.rawValue), created \(profile.createdAt.map { $0.formatted(.iso8601) } ?? "unknown")\(profile.trusted ? ", trusted reporter" : "")")
             for change in try await store.relationHistory(user) {

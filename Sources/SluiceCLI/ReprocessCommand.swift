@@ -75,7 +75,7 @@ struct ReprocessCommand: AsyncParsableCommand {
 
         let services: Services
         do {
-            services = try Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun)
+            services = try await Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }

@@ -28,7 +28,7 @@ struct RunCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: Services
         do {
-            services = try Services.live(config: config, logger: logger)
+            services = try await Services.live(config: config, logger: logger)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }

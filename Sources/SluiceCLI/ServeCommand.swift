@@ -34,7 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let services: APIServices
         do {
-            services = try Services.live(config: config, logger: logger).api(metrics: registry)
+            services = try await Services.live(config: config, logger: logger).api(metrics: registry)
         } catch {
             throw CLIError(message: "cannot start: \(error)")
         }

@@ -17,7 +17,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let store = try Services.store(config: config)
+        let store = try await Services.store(config: config)
         guard let item = try await store.item(ItemID(id)) else {
             throw CLIError(message: "no item with id \"\(id)\" in \(config.store.path.path)")
         }

@@ -28,10 +28,10 @@ struct ThreadsCommand: AsyncParsableCommand {
         @Option(help: "Read as this user (only their conversations); default: as the backend.")
         var user: String?
 
-        func intelligence() throws -> (ThreadIntelligence, ThreadIntelligence.Reader) {
+        func intelligence() async throws -> (ThreadIntelligence, ThreadIntelligence.Reader) {
             try common.bootstrapLogging(default: .error)
             let services: Services
-            do { services = try Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
+            do { services = try await Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             return (services.threads, user.map(ThreadIntelligence.Reader.user) ?? .backend)
@@ -52,7 +52,7 @@ struct ThreadsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "summarizeThread: bullet points, key points, participants, time span.")
         @OptionGroup var target: Target
         func run() async throws {
-            let (threads, reader) = try target.intelligence()
+            let (threads, reader) = try await target.intelligence()
             try await ThreadsCommand.run { () async throws(ThreadError) in
                 try await threads.summarize(conversationId: target.conversation, messageLimit: target.messageLimit, reader: reader)
             }
@@ -63,7 +63,7 @@ struct ThreadsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "extractActionItems: open tasks with assignee, deadline, priority and source message.")
         @OptionGroup var target: Target
         func run() async throws {
-            let (threads, reader) = try target.intelligence()
+            let (threads, reader) = try await target.intelligence()
             try await ThreadsCommand.run { () async throws(ThreadError) in
                 try await threads.actionItems(conversationId: target.conversation, messageLimit: target.messageLimit, reader: reader)
             }
@@ -74,7 +74,7 @@ struct ThreadsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "trackDecisions: decisions with topic, people, confidence and source messages.")
         @OptionGroup var target: Target
         func run() async throws {
-            let (threads, reader) = try target.intelligence()
+            let (threads, reader) = try await target.intelligence()
             try await ThreadsCommand.run { () async throws(ThreadError) in
                 try await threads.decisions(conversationId: target.conversation, messageLimit: target.messageLimit, reader: reader)
             }
@@ -100,7 +100,7 @@ struct ThreadsCommand: AsyncParsableCommand {
         func run() async throws {
             try common.bootstrapLogging(default: .error)
             let services: Services
-            do { services = try Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
+            do { services = try await Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             let threads = services.threads

@@ -87,7 +87,7 @@ extension ThreadsCommand {
             config.webhooks = []
 
             let services: Services
-            do { services = try Services.live(config: config, logger: Logger(label: "sluice")) } catch {
+            do { services = try await Services.live(config: config, logger: Logger(label: "sluice")) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             try await services.daemon(mode: .once).run()

@@ -24,9 +24,9 @@ struct UsersCommand: AsyncParsableCommand {
         return first
     }
 
-    static func accounts(_ common: CommonOptions) throws -> ReviewerAccounts {
+    static func accounts(_ common: CommonOptions) async throws -> ReviewerAccounts {
         let config = try common.loadConfig().config
-        return ReviewerAccounts(store: try Services.store(config: config))
+        return ReviewerAccounts(store: try await Services.store(config: config))
     }
 
     struct Add: AsyncParsableCommand {
@@ -39,7 +39,7 @@ struct UsersCommand: AsyncParsableCommand {
         func run() async throws {
             guard let role = Reviewer.Role(rawValue: role) else { throw ValidationError("--role must be reviewer or admin, not \"\(role)\"") }
             if let problem = Reviewer.problem(with: name) { throw ValidationError(problem) }
-            let accounts = try UsersCommand.accounts(common)
+            let accounts = try await UsersCommand.accounts(common)
             let password = try UsersCommand.password(fromStdin: passwordStdin, prompt: "Password for \(name): ")
             do {
                 let reviewer = try await accounts.add(name, role: role, password: password)
@@ -104,7 +104,7 @@ struct UsersCommand: AsyncParsableCommand {
         @Flag(help: "Read the password from the first line of stdin instead of a prompt.") var passwordStdin = false
 
         func run() async throws {
-            let accounts = try UsersCommand.accounts(common)
+            let accounts = try await UsersCommand.accounts(common)
             let password = try UsersCommand.password(fromStdin: passwordStdin, prompt: "New password for \(name): ")
             do { try await accounts.resetPassword(name, to: password) } catch let failure as ReviewerAccounts.Failure {
                 throw CLIError(message: failure.message)

@@ -66,7 +66,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             try common.bootstrapLogging(default: .warning)
             let config = try common.loadConfig().config
             let services: Services
-            do { services = try Services.live(config: config) } catch {
+            do { services = try await Services.live(config: config) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             guard let dispatcher = services.webhookDispatcher() else { throw CLIError(message: "no webhooks are configured (webhooks[] in pipeline.json)") }
@@ -90,7 +90,7 @@ struct EraseUserCommand: AsyncParsableCommand {
         let config = try common.loadConfig().config
         if let problem = Identifiers.problem(with: user, role: "user") { throw CLIError(message: problem) }
         let services: Services
-        do { services = try Services.live(config: config) } catch {
+        do { services = try await Services.live(config: config) } catch {
             throw CLIError(message: "cannot start: \(error)")
         }
         let who = by ?? ProcessInfo.processInfo.environment["USER"] ?? "operator"

@@ -35,14 +35,21 @@ public struct Services: Sendable {
     /// `readOnlyStore` opens an existing store without ever writing (dry runs).
     public static func live(config: PipelineConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
                             logger: Logger = Logger(label: "sluice"), vision: (any VisionProvider)? = nil,
-                            readOnlyStore: Bool = false) throws -> Services {
+                            readOnlyStore: Bool = false) async throws -> Services {
         let pipelines = try Pipelines.live(config: config, environment: environment, logger: logger, vision: vision)
-        return Services(pipelines: pipelines, store: try store(config: config, readOnly: readOnlyStore))
+        return Services(pipelines: pipelines, store: try await store(config: config, environment: environment, readOnly: readOnlyStore,
+                                                                       logger: logger))
     }
 
-    /// The configured store alone (commands that only read or record: `status`, `list`, `reports`).
-    public static func store(config: PipelineConfig, readOnly: Bool = false) throws(StoreError) -> any StatusStore {
-        try SQLiteStore(path: config.store.path, readOnly: readOnly)
+    /// The configured store alone (commands that only read or record: `status`, `list`, `reports`): SQLite at
+    /// `store.path`, or PostgreSQL when `store.url` names one (password from the env var `store.passwordEnv`).
+    public static func store(config: PipelineConfig, environment: [String: String] = ProcessInfo.processInfo.environment,
+                             readOnly: Bool = false, logger: Logger = Logger(label: "sluice")) async throws(StoreError) -> any StatusStore {
+        guard let location = config.store.postgres else {
+            return try SQLiteStore(path: config.store.path, readOnly: readOnly)
+        }
+        let password = environment[config.store.passwordEnv].flatMap { $0.isEmpty ? nil : $0 }
+        return try await PostgresStore(location, password: password, readOnly: readOnly, logger: logger)
     }
 
     /// The daemon over `pending/` and `queues/text/`.

@@ -69,8 +69,26 @@ public final class TemporaryDataRoot: Sendable {
         vision.timeoutSeconds = 30
         var config = PipelineConfig(dataRoot: url, vision: vision, concurrency: ConcurrencyConfig(cpu: 2, items: 8),
                                     text: TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")))
+        config.store.postgres = storeLocation
         edit(&config)
         return config
+    }
+
+    /// With `SLUICE_TEST_STORE_URL` (a `postgres://` URL), every data root's store is a PostgreSQL schema of its own
+    /// (`scripts/test` runs the store-facing suites a second time that way); otherwise the SQLite file in the root.
+    public var storeLocation: PostgresLocation? {
+        guard let raw = ProcessInfo.processInfo.environment["SLUICE_TEST_STORE_URL"], !raw.isEmpty,
+              var location = try? PostgresLocation(url: raw) else { return nil }
+        location.schema = "r_" + url.lastPathComponent.lowercased().filter { $0.isLetter || $0.isNumber }
+        location.maxConnections = 2
+        return location
+    }
+
+    /// The `store` entry of a config file for this root (empty: the SQLite default).
+    var storeConfigEntry: String {
+        guard let location = storeLocation, let schema = location.schema else { return "" }
+        return ",\n  \"store\": { \"url\": \"postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)"
+            + "?sslmode=\(location.tls.rawValue)&schema=\(schema)&maxConnections=2\" }"
     }
 
     /// Writes config JSON for the CLI; returns its path.
@@ -81,7 +99,7 @@ public final class TemporaryDataRoot: Sendable {
           "dataRoot": "\(url.path)",
           "vision": { "endpoint": "\(endpoint)", "apiKeyEnv": null, "maxAttempts": 3,
                       "initialBackoffSeconds": 0.01, "maxBackoffSeconds": 0.05, "timeoutSeconds": 30 },
-          "concurrency": { "cpu": 2, "items": 8 }\(extra.contains("\"text\"") ? "" : ",\n  \"text\": { \"wordlistsDirectory\": \"\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)\" }")\(extra.isEmpty ? "" : ",\n  " + extra)
+          "concurrency": { "cpu": 2, "items": 8 }\(extra.contains("\"store\"") ? "" : storeConfigEntry)\(extra.contains("\"text\"") ? "" : ",\n  \"text\": { \"wordlistsDirectory\": \"\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)\" }")\(extra.isEmpty ? "" : ",\n  " + extra)
         }
         """
         try Data(json.utf8).write(to: file)

@@ -25,8 +25,8 @@ import Testing
         return logger
     }
 
-    static func services(_ config: PipelineConfig) throws -> APIServices {
-        try Services.live(config: config, environment: environment, logger: quiet).api()
+    static func services(_ config: PipelineConfig) async throws -> APIServices {
+        try await Services.live(config: config, environment: environment, logger: quiet).api()
     }
 
     static func application(_ services: APIServices, now: @escaping @Sendable () -> Date = Date.init) -> some ApplicationProtocol {
@@ -109,7 +109,7 @@ import Testing
         let failing = try await FakeJSONServer.start { _, _ in .init(status: 400, body: #"{"error":{"message":"model not found"}}"#) }
         defer { failing.stop() }
         let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
-        let services = try Self.services(Self.captionConfig(root, server: failing))
+        let services = try await Self.services(Self.captionConfig(root, server: failing))
         try await Self.application(services).test(.router) { client in
             func expect(_ method: HTTPRequest.Method = .post, headers: HTTPFields = Self.app, body: ByteBuffer = ByteBuffer(),
                         _ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -139,7 +139,7 @@ import Testing
 
     @Test func generateCaptionLimitsEachClientAddressTo60PerMinute() async throws {
         let root = try TemporaryDataRoot()
-        let services = try Self.services(Self.captionConfig(root, server: nil))
+        let services = try await Self.services(Self.captionConfig(root, server: nil))
         // A fixed clock: the limit's windows are fixed minutes, and a real clock could cross into the next one
         // between the 60th and 61st request.
         let instant = Date(timeIntervalSince1970: 1_800_000_010)
@@ -199,7 +199,7 @@ import Testing
         let config = try root.writeConfigFile(endpoint: vision.endpoint)
         let run = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(run.status == 0, "\(run.stderr)")
-        let services = try Self.services(root.config(endpoint: vision.endpoint))
+        let services = try await Self.services(root.config(endpoint: vision.endpoint))
         try await Self.application(services).test(.router) { client in
             try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .unauthorized)
@@ -250,7 +250,7 @@ import Testing
         }
         // The provider gone: health says degraded and which provider.
         vision.stop()
-        let later = try Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))
+        let later = try await Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))
         try await Self.application(later).test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 let object = Self.object(response.body)
@@ -261,7 +261,7 @@ import Testing
         }
     }
 
-    @Test func theOpenAPIDescriptionMatchesTheRegisteredRoutes() throws {
+    @Test func theOpenAPIDescriptionMatchesTheRegisteredRoutes() async throws {
         let file = TestEnvironment.repositoryRoot.appendingPathComponent("Sources/SluiceAPI/openapi.json")
         let spec = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
         #expect(spec["openapi"] as? String == "3.1.0")
@@ -276,7 +276,7 @@ import Testing
             }
         }
         let root = try TemporaryDataRoot()
-        let router = buildRouter(services: try Self.services(root.config(endpoint: "http://127.0.0.1:9/v1")), environment: Self.environment)
+        let router = buildRouter(services: try await Self.services(root.config(endpoint: "http://127.0.0.1:9/v1")), environment: Self.environment)
         // The review console is HTML for people (README describes it), not part of the API contract.
         let registered = Set(router.routes.filter { !$0.path.description.hasPrefix("/console") }.map { route in
             "\(route.method.rawValue) " + route.path.description.split(separator: "/")

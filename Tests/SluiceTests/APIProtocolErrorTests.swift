@@ -46,7 +46,7 @@ import Testing
 
     @Test func hugeHeadersGetTheEnvelopeAndTheServerKeepsServing() async throws {
         let root = try TemporaryDataRoot()
-        let services = try APIContractTests.services(root.config(endpoint: "http://127.0.0.1:9/v1"))
+        let services = try await APIContractTests.services(root.config(endpoint: "http://127.0.0.1:9/v1"))
         try await APIContractTests.application(services).test(.live) { client in
             let port = try #require(client.port)
             let huge = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 200_000))\r\n\r\n".utf8)

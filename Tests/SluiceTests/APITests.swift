@@ -32,7 +32,7 @@ import Testing
         let config = root.config(endpoint: clean.endpoint)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        return try Services.live(config: config, environment: [:], logger: logger).api()
+        return try await Services.live(config: config, environment: [:], logger: logger).api()
     }
 
     func app(_ services: APIServices) -> some ApplicationProtocol {

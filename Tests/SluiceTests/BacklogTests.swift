@@ -52,7 +52,7 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let config = try await seed(root, endpoint: clean.endpoint)
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         #expect(try await store.items(kind: .image).allSatisfy { $0.status == .approved })
 
         // A new provider and an operator wordlist.
@@ -122,7 +122,7 @@ import Testing
         #expect(result.status == 0)
         #expect(result.stdout.contains("status moves: none"))
         #expect(result.stdout.contains("re-classification failed, kept as approved"), "\(result.stdout)")
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         #expect(try await store.items(kind: .image).allSatisfy { $0.status == .approved })
         for photo in Self.photos { #expect(root.exists("approved/u/\((photo as NSString).deletingPathExtension).jpg")) }
     }
@@ -144,7 +144,6 @@ import Testing
         let slowBlock = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.1, then: .safeSearch(Self.blocked)) }
         defer { slowBlock.stop() }
         let blockConfig = try root.writeConfigFile(endpoint: slowBlock.endpoint)
-        let storePath = root.url.appendingPathComponent("sluice.sqlite")
         let process = Process()
         process.executableURL = TestEnvironment.sluiceBinary
         process.arguments = ["reprocess", "--kind", "image", "--concurrency", "2", "--config", blockConfig.path]
@@ -154,7 +153,7 @@ import Testing
         var flipped = 0
         for _ in 0..<400 {
             try await Task.sleep(nanoseconds: 25_000_000)
-            flipped = (try? await SQLiteStore(path: storePath).items(status: .blocked).count) ?? 0
+            flipped = (try? await root.storeWhenReady()?.items(status: .blocked).count) ?? 0
             if flipped >= 5 { break }
         }
         kill(process.processIdentifier, SIGKILL)
@@ -168,7 +167,7 @@ import Testing
         #expect(summary["resumed"] as? Bool == true)
         #expect((summary["alreadyDone"] as? Int ?? 0) >= 5)
         #expect((summary["alreadyDone"] as? Int ?? 0) + (summary["processed"] as? Int ?? 0) == total)
-        let store = try SQLiteStore(path: storePath)
+        let store = try await root.store()
         for item in try await store.items(kind: .image) {
             #expect(item.status == .blocked, "\(item.id)")
             #expect(try await store.events(of: item.id).filter { $0.type == "reprocess" }.count == 1, "\(item.id) processed twice")
@@ -245,7 +244,7 @@ import Testing
         #expect(block.status == 0)
         #expect(root.exists("quarantine/u/b.png") && !root.exists("review/u/b.png") && !root.exists("approved/u/b.jpg"))
 
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         let a = try #require(try await store.item("u/a"))
         #expect(a.status == .approved && a.decision?.by == "dana" && a.decision?.note == "a rocket, fine")
         let event = try #require(try await store.events(of: "u/a").last)
@@ -261,7 +260,7 @@ import Testing
     @Test func reportsListShowsTheItemEachPointsAt() async throws {
         let root = try TemporaryDataRoot()
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         try await store.recordVerdict(Item(id: "m1", kind: .text, userId: "u", status: .approved))
         try await store.recordReport(Report(reportId: "r1", messageId: "m1", category: "harassment", description: "mean", reporterUserId: "v"))
         try await store.recordReport(Report(reportId: "r2", messageId: "gone", category: "spam", description: nil, reporterUserId: nil))

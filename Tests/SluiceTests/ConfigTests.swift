@@ -24,6 +24,44 @@ import Testing
         #expect(config.threads.languageModel(caption: config.caption).maxTokens == 1500)
     }
 
+    @Test func storeURLNamesSQLiteOrPostgreSQL() throws {
+        let sqlite = try PipelineConfig.parse(Data(#"{"dataRoot": "d", "store": {"url": "sqlite:s/y.sqlite"}}"#.utf8), baseDirectory: base)
+        #expect(sqlite.store.path.path == "/srv/sluice/s/y.sqlite" && sqlite.store.postgres == nil)
+        let postgres = try PipelineConfig.parse(Data(#"""
+            {"dataRoot": "d", "store": {"url": "postgres://sluice@db.internal:6432/moderation?sslmode=verify-full&schema=app_1&maxConnections=8",
+                                        "passwordEnv": "PGPASS"}}
+            """#.utf8), baseDirectory: base)
+        #expect(postgres.store.postgres == PostgresLocation(host: "db.internal", port: 6432, user: "sluice", database: "moderation",
+                                                            schema: "app_1", tls: .verifyFull, maxConnections: 8))
+        #expect(postgres.store.passwordEnv == "PGPASS")
+        #expect(postgres.store.postgres?.description == "postgres://sluice@db.internal:6432/moderation (schema app_1)")
+        let defaults = try PipelineConfig.parse(Data(#"{"store": {"url": "postgresql://u@h/db"}}"#.utf8), baseDirectory: base)
+        #expect(defaults.store.postgres == PostgresLocation(host: "h", port: 5432, user: "u", database: "db", tls: .prefer))
+        #expect(defaults.store.passwordEnv == "SLUICE_STORE_PASSWORD")
+    }
+
+    @Test(arguments: [
+        (#"{"store": {"url": "postgres://u:secret@h/db"}}"#, "store.url", "password"),
+        (#"{"store": {"url": "postgres://u@h/db?sslmode=maybe"}}"#, "store.url", "sslmode \"maybe\""),
+        (#"{"store": {"url": "postgres://u@h/db?pool=3"}}"#, "store.url", "unknown option \"pool\""),
+        (#"{"store": {"url": "postgres://u@h/db?schema=a;drop"}}"#, "store.url", "schema"),
+        (#"{"store": {"url": "postgres://h/db"}}"#, "store.url", "names no user"),
+        (#"{"store": {"url": "postgres://u@h/"}}"#, "store.url", "names no database"),
+        (#"{"store": {"url": "mysql://u@h/db"}}"#, "store.url", "unknown scheme"),
+        (#"{"store": {"url": "sqlite:"}}"#, "store.url", "needs a path"),
+        (#"{"store": {"url": "sqlite:a", "path": "b"}}"#, "store", "not both"),
+        (#"{"store": {"url": "postgres://u@h/db", "passwordEnv": ""}}"#, "store.passwordEnv", "environment variable"),
+    ])
+    func badStoreSettingsNameTheKey(json: String, key: String, reason: String) throws {
+        do {
+            _ = try PipelineConfig.parse(Data(json.utf8), baseDirectory: base)
+            Issue.record("\(json) was accepted")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains(key) && text.contains(reason), "\(text)")
+        }
+    }
+
     @Test func relativePathsResolveAgainstTheConfigFolder() throws {
         let config = try PipelineConfig.parse(Data(#"{"dataRoot": "d", "store": {"path": "s/x.sqlite"}}"#.utf8), baseDirectory: base)
         #expect(config.dataRoot.path == "/srv/sluice/d")

@@ -30,9 +30,9 @@ import Testing
         return store
     }
 
-    static func application(_ root: TemporaryDataRoot, edit: (inout PipelineConfig) -> Void = { _ in }) throws -> some ApplicationProtocol {
+    static func application(_ root: TemporaryDataRoot, edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit)
-        return buildApplication(services: try Services.live(config: config, environment: [:], logger: quietLogger).api(),
+        return buildApplication(services: try await Services.live(config: config, environment: [:], logger: quietLogger).api(),
                                 environment: SeedClientTests.environment, logger: quietLogger)
     }
 
@@ -151,7 +151,7 @@ import Testing
             }
         }
         // Disabling the account ends its sessions.
-        let store = try Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
+        let store = try await Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
         try await ReviewerAccounts(store: store, cost: 4).setDisabled("rita", true)
         try await Self.application(root).test(.router) { client in
             try await client.execute(uri: "/console/", method: .get, headers: browser.headers()) { response in

@@ -12,9 +12,9 @@ import Testing
 /// Whether a message may be delivered, as an app sees it: relations set through the callables and REST, message
 /// lines through the daemon's text queue, verdicts in the store.
 @Suite(.serialized) struct ConversationRulesTests {
-    static func application(_ root: TemporaryDataRoot, edit: (inout PipelineConfig) -> Void = { _ in }) throws -> some ApplicationProtocol {
+    static func application(_ root: TemporaryDataRoot, edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit)
-        return buildApplication(services: try Services.live(config: config, environment: [:], logger: quietLogger).api(),
+        return buildApplication(services: try await Services.live(config: config, environment: [:], logger: quietLogger).api(),
                                 environment: SeedClientTests.environment, logger: quietLogger)
     }
 
@@ -198,7 +198,7 @@ import Testing
     @Test func eachSpamSignalNamesItselfAndABusyCleanChatIsNotFlagged() async throws {
         let root = try TemporaryDataRoot()
         let now = Date()
-        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
         let relations = services.relations
         // Everyone allows messages from anyone, so the request limit stays out of the way; ages are set per test.
         for user in ["flooder", "dup", "newbie", "oldtimer", "repeater", "linker", "mentioner", "a", "b"] {
@@ -274,7 +274,7 @@ import Testing
 
         // The negative: a realistic busy chat corpus (three conversations, bursts, emoji, links) flags nothing.
         let chatRoot = try TemporaryDataRoot()
-        let chatServices = try Services.live(config: chatRoot.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        let chatServices = try await Services.live(config: chatRoot.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
         let corpus = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/chat/clean-chat.jsonl"), encoding: .utf8)
         let chat = corpus.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         try #require(chat.count > 200)
@@ -315,7 +315,7 @@ import Testing
             "relations.jsonl:5: \"type\" must be user, follow or block", "relations.jsonl:6: a follow needs \"from\" and \"to\" user ids",
             "relations.jsonl:7: not a JSON object", "relations.jsonl:8: \"messagePrivacy\" must be anyone or followers",
         ])
-        let store = try Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
+        let store = try await Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
         #expect(try await store.relationUser("ann") == RelationUser(userId: "ann", messagePrivacy: .anyone,
                                                                      createdAt: Date(timeIntervalSince1970: 1_704_067_200), trusted: true))
         #expect(try await store.isBlocked(blocker: "ann", blocked: "eve"))
@@ -334,7 +334,7 @@ import Testing
         defer { clean.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "owner", name: "pic.jpg")
         let store = try await runOnce(root, server: clean)
-        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
         try await services.relations.setProfile(RelationUser(userId: "judge", trusted: true))
         for blocker in ["b1", "b2", "b3"] { try await services.relations.block(blocker, "pest", on: true) }
         try await services.relations.block("b1", "meh", on: true)

@@ -23,7 +23,6 @@ import Testing
             }
         }
         let config = try root.writeConfigFile(endpoint: server.endpoint)
-        let storePath = root.url.appendingPathComponent("sluice.sqlite")
 
         let daemon = Process()
         daemon.executableURL = TestEnvironment.sluiceBinary
@@ -33,8 +32,7 @@ import Testing
         var verdicts = 0
         for _ in 0..<300 {
             try await Task.sleep(nanoseconds: 50_000_000)
-            if FileManager.default.fileExists(atPath: storePath.path),
-               let store = try? SQLiteStore(path: storePath) {
+            if let store = await root.storeWhenReady() {
                 verdicts = (try? await store.items().filter { $0.status.isFinal }.count) ?? 0
                 if verdicts >= 4 { break }
             }
@@ -46,7 +44,7 @@ import Testing
         let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
 
-        let store = try SQLiteStore(path: storePath)
+        let store = try await root.store()
         for id in ids {
             let item = try #require(try await store.item(id), "\(id) lost")
             #expect(item.status == .approved, "\(id): \(item.status) \(item.reason ?? "")")
@@ -75,11 +73,10 @@ import Testing
         try await Task.sleep(nanoseconds: 800_000_000)
         // Arrives after start: only inotify can see it (the rescan period is 10 minutes).
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "live", name: "first.jpg")
-        let storePath = root.url.appendingPathComponent("sluice.sqlite")
         var status: ItemStatus?
         for _ in 0..<200 where status != .approved {
             try await Task.sleep(nanoseconds: 50_000_000)
-            status = try? await SQLiteStore(path: storePath).item("live/first")?.status
+            status = try? await root.storeWhenReady()?.item("live/first")?.status
         }
         #expect(status == .approved)
         // A new folder created while running is watched too; SIGTERM arrives while that upload is in flight.
@@ -94,7 +91,7 @@ import Testing
         #expect(daemon.terminationReason == .exit)
         #expect(daemon.terminationStatus == 0)
         #expect(inFlight)
-        #expect(try await SQLiteStore(path: storePath).item("newuser/second")?.status == .approved, "in-flight item finished before exit")
+        #expect(try await root.store().item("newuser/second")?.status == .approved, "in-flight item finished before exit")
     }
 
     @Test func statusAndListPrintDocumentedJSON() async throws {

@@ -38,9 +38,9 @@ import Testing
         root.allFiles().filter { $0.split(separator: "/").dropLast().last.map(String.init) == user }.sorted()
     }
 
-    static func application(_ root: TemporaryDataRoot) throws -> some ApplicationProtocol {
+    static func application(_ root: TemporaryDataRoot) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1")
-        return buildApplication(services: try Services.live(config: config, environment: [:], logger: quietLogger).api(),
+        return buildApplication(services: try await Services.live(config: config, environment: [:], logger: quietLogger).api(),
                                 environment: SeedClientTests.environment, logger: quietLogger)
     }
 
@@ -151,7 +151,7 @@ import Testing
         #expect(Self.files(root, of: "frank").isEmpty)
         let bad = try await shell(TestEnvironment.sluiceBinary, ["erase-user", "../etc", "--config", config.path])
         #expect(bad.status != 0 && bad.stderr.contains("user"), "\(bad.stderr)")
-        let store = try Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
+        let store = try await Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
         #expect(try await store.tombstones(userId: "frank").allSatisfy { $0.erasedBy == "dpo@example.org" && $0.reason.contains("erase-user") })
     }
 }

@@ -42,8 +42,8 @@ import Testing
         return try #require(try processor.fingerprint(data, format: try processor.sniff(data), options: ImageOptions()))
     }
 
-    static func services(_ root: TemporaryDataRoot, _ server: FakeVisionServer, edit: (inout PipelineConfig) -> Void = { _ in }) throws -> Services {
-        try Services.live(config: root.config(endpoint: server.endpoint, edit: edit), environment: [:], logger: quietLogger)
+    static func services(_ root: TemporaryDataRoot, _ server: FakeVisionServer, edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> Services {
+        try await Services.live(config: root.config(endpoint: server.endpoint, edit: edit), environment: [:], logger: quietLogger)
     }
 
     /// The issue's end-to-end case: a person blocks an image; a disguised copy uploaded by someone else is blocked by
@@ -56,7 +56,7 @@ import Testing
         let source = TestEnvironment.fixture("images/orientation/Landscape_1.jpg")
         try root.drop(source, user: "alice", name: "beach.jpg")
         try await runOnce(root, server: review, edit: autoAdd)
-        let services = try Self.services(root, review, edit: autoAdd)
+        let services = try await Self.services(root, review, edit: autoAdd)
         #expect(try await services.store.item("alice/beach")?.status == .review)
         _ = try await services.decisions.decide("alice/beach", .block, by: "dana", note: "known bad")
         let banks = try await services.store.banks()
@@ -94,7 +94,7 @@ import Testing
         let root = try TemporaryDataRoot()
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
-        let services = try Self.services(root, clean)
+        let services = try await Self.services(root, clean)
         let banks = HashBanks(store: services.store, matcher: nil)
         let coins = try Data(contentsOf: TestEnvironment.fixture("images/photos/coins.png"))
         let flat = try PDQHashTests.solidPNG(width: 300, height: 200)
@@ -134,7 +134,7 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let flood: (inout PipelineConfig) -> Void = { $0.banks.flood.maxMatches = 2 }
-        let services = try Self.services(root, clean, edit: flood)
+        let services = try await Self.services(root, clean, edit: flood)
         let banks = HashBanks(store: services.store, matcher: nil)
         let coins = try Data(contentsOf: TestEnvironment.fixture("images/photos/coins.png"))
         let hash = try Self.fingerprint(coins).hash
@@ -240,7 +240,6 @@ import Testing
         defer { clean.stop() }
         let config = try root.writeConfigFile(endpoint: clean.endpoint, extra: #""daemon": {"rescanSeconds": 600}, "banks": {"refreshMilliseconds": 200}"#)
         let sluice = TestEnvironment.sluiceBinary
-        let storePath = root.url.appendingPathComponent("sluice.sqlite")
         let daemon = Process()
         daemon.executableURL = sluice
         daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
@@ -251,7 +250,7 @@ import Testing
         var status: ItemStatus?
         for _ in 0..<200 where status != .approved {
             try await Task.sleep(nanoseconds: 50_000_000)
-            status = try? await SQLiteStore(path: storePath).item("early/coins")?.status
+            status = try? await root.storeWhenReady()?.item("early/coins")?.status
         }
         #expect(status == .approved, "before the bank exists the provider decides")
 
@@ -266,7 +265,7 @@ import Testing
         status = nil
         for _ in 0..<200 where status != .blocked {
             try await Task.sleep(nanoseconds: 50_000_000)
-            status = try? await SQLiteStore(path: storePath).item("late/coins")?.status
+            status = try? await root.storeWhenReady()?.item("late/coins")?.status
         }
         #expect(status == .blocked)
         #expect(clean.received.count == 1, "only the upload before the bank was classified")

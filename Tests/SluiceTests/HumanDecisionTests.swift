@@ -34,7 +34,7 @@ import Testing
     @Test func reprocessKeepsWhatAPersonDecided() async throws {
         let root = try TemporaryDataRoot()
         _ = try await decided(root)
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         #expect(try await store.item("u/blocked")?.decision?.decision == .blocked)
         #expect(try await store.item("u/approved")?.decision?.decision == .approved)
 
@@ -77,7 +77,7 @@ import Testing
         // The person approved u/approved and the provider agrees: unchanged. The person blocked u/blocked and the
         // provider says safe: review, never approved.
         #expect(json["moves"] as? [String: Int] == ["blocked → review": 1], "\(json["moves"] ?? "")")
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         let disputed = try #require(try await store.item("u/blocked"))
         #expect(disputed.status == .review)
         #expect(disputed.reason?.contains("disagrees with the human decision blocked by dana: not for us") == true, "\(disputed.reason ?? "")")
@@ -102,7 +102,7 @@ import Testing
         try Data(#"{"id": "t1", "userId": "u", "text": "please frobnicate the widget"}"#.utf8).write(to: queue.appendingPathComponent("a.jsonl"))
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
         #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         // An item a person has to decide (as reports or appeals will put it), approved by dana.
         var item = try #require(try await store.item("t1"))
         item.status = .review

@@ -12,8 +12,8 @@ import Testing
 /// with several processes over by no more than what the others admitted since the last exchange (the README's bound).
 @Suite struct RateLimitExchangeTests {
     /// An API process over `root` whose `validate_text` limit is 10 a minute; the processes share the store file.
-    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int) throws -> some ApplicationProtocol {
-        try SeedClientTests.application(root) { config in
+    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int) async throws -> some ApplicationProtocol {
+        try await SeedClientTests.application(root) { config in
             config.limits.rate.textMessage = RateLimitRule(limit: 10, windowSeconds: 3600)
             config.limits.rate.exchangeMilliseconds = exchangeMilliseconds
         }
@@ -48,8 +48,8 @@ import Testing
 
     @Test func processesThatHaveNotExchangedGoOverByWhatTheOthersAdmitted() async throws {
         let root = try TemporaryDataRoot()
-        let first = try Self.process(root, exchangeMilliseconds: 60_000)
-        let second = try Self.process(root, exchangeMilliseconds: 60_000)
+        let first = try await Self.process(root, exchangeMilliseconds: 60_000)
+        let second = try await Self.process(root, exchangeMilliseconds: 60_000)
         let (a, b) = try await first.test(.router) { one -> (Int, Int) in
             try await second.test(.router) { two -> (Int, Int) in
                 var a = 0, b = 0
@@ -65,8 +65,8 @@ import Testing
 
     @Test func processesThatExchangeOnEveryRequestAgreeExactly() async throws {
         let root = try TemporaryDataRoot()
-        let first = try Self.process(root, exchangeMilliseconds: 0)
-        let second = try Self.process(root, exchangeMilliseconds: 0)
+        let first = try await Self.process(root, exchangeMilliseconds: 0)
+        let second = try await Self.process(root, exchangeMilliseconds: 0)
         let outcomes = try await first.test(.router) { one -> [Bool] in
             try await second.test(.router) { two -> [Bool] in
                 var outcomes: [Bool] = []

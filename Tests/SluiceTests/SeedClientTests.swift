@@ -18,14 +18,14 @@ import Testing
     static let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
 
     static func application(_ root: TemporaryDataRoot,
-                            edit: (inout PipelineConfig) -> Void = { _ in }) throws -> some ApplicationProtocol {
-        try application(root, now: Date.init, edit: edit)
+                            edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> some ApplicationProtocol {
+        try await application(root, now: Date.init, edit: edit)
     }
 
     static func application(_ root: TemporaryDataRoot, now: @escaping @Sendable () -> Date,
-                            edit: (inout PipelineConfig) -> Void) throws -> some ApplicationProtocol {
+                            edit: (inout PipelineConfig) -> Void) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit)
-        return buildApplication(services: try Services.live(config: config, environment: [:], logger: quietLogger).api(),
+        return buildApplication(services: try await Services.live(config: config, environment: [:], logger: quietLogger).api(),
                                 environment: environment, now: now, logger: quietLogger)
     }
 
@@ -144,7 +144,7 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "carol", name: "live.jpg")
-        let application = try Self.application(root) { config in
+        let application = try await Self.application(root) { config in
             config.api.events.pollMilliseconds = 50
             config.api.events.timeoutSeconds = 20
         }

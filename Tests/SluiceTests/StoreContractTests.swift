@@ -33,9 +33,9 @@ import Testing
              priority: PriorityVerdict(urgencyScore: 75, reason: "urgent words", urgencyIndicators: ["urgent"], engine: "rules"))
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func everyFieldOfAnItemRoundTrips(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         var decided = Self.image("u/decided", status: .blocked)
         decided.decision = HumanDecision(by: "dana", at: Self.t0, note: "no", decision: .blocked)
         for item in [Self.image("u/a"), Self.image("u/b", status: .review), Self.text("t1"), decided] {
@@ -48,9 +48,9 @@ import Testing
 
     /// The batch path (text queues) writes the same rows as the single-item path: every field reads back, dates at
     /// any millisecond, and a line judged twice in one batch counts two attempts.
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func everyFieldOfAnItemRoundTripsThroughABatch(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         var decided = Self.image("u/decided", status: .blocked, at: Date(timeIntervalSince1970: 1_799_999_999.875))
         decided.decision = HumanDecision(by: "dana", at: Date(timeIntervalSince1970: 86_399.25), note: "no", decision: .blocked)
         decided.pdq = PDQFingerprint(hash: try #require(PDQHash(hex: String(repeating: "0f", count: 32))), quality: 87)
@@ -88,9 +88,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func receivingCountsAttemptsAndReopensFinalItems(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         let first = try await store.markReceived("u/x", kind: .image, userId: "u", contentHash: "h1", sourceBytes: 10, at: Self.t0)
         #expect(first.status == .pending && first.attempts == 1 && first.createdAt == Self.t0)
         var judged = Self.image("u/x")
@@ -105,9 +105,9 @@ import Testing
         #expect(events.last?.fromStatus == .approved && events.last?.toStatus == .pending && events.last?.detail == "attempt 2")
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func verdictsKeepCreatedAtAndAppendEvents(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         try await store.recordVerdict(Self.image("u/v"), stage: "policy", detail: nil)
         var later = Self.image("u/v", status: .blocked, at: Self.t0.addingTimeInterval(60))
         later.attempts = 0
@@ -130,9 +130,9 @@ import Testing
         #expect(try await store.events(of: "m1").map(\.type) == ["verdict", "finalized"])
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func listsAndFilters(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         try await store.recordVerdict(Self.image("a/1", at: Self.t0), stage: nil, detail: nil)
         try await store.recordVerdict(Self.image("b/2", status: .blocked, at: Self.t0.addingTimeInterval(10)), stage: nil, detail: nil)
         try await store.recordVerdict(Self.text("t3", at: Self.t0.addingTimeInterval(20)), stage: nil, detail: nil)
@@ -154,9 +154,9 @@ import Testing
         #expect(try await store.contentHashes([]).isEmpty)
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func decisionsAreFinalAndLeaveAReviewEvent(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         try await store.recordVerdict(Self.image("u/r", status: .review), stage: "policy", detail: nil)
         var decided = Self.image("u/r", status: .blocked, at: Self.t0.addingTimeInterval(1))
         decided.reason = "blocked by dana: no"
@@ -169,9 +169,9 @@ import Testing
         #expect(try await store.textSnapshots(["u/r"]).first?.humanDecided == true)
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func reprocessRunsResumeAndFinish(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         for id in ["t1", "t2", "t3"] { try await store.recordVerdict(Self.text(ItemID(id)), stage: nil, detail: nil) }
         try await store.recordVerdict(Self.image("u/i"), stage: nil, detail: nil)
         let filter = ItemFilter(kind: .text)
@@ -206,9 +206,9 @@ import Testing
         #expect(again.resumed == false && again.total == 3, "a finished run starts over")
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func reportsRateLimitsAndMetrics(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         try await store.recordReport(Report(reportId: "r1", messageId: "m", category: "spam", description: nil, reporterUserId: "a", createdAt: Self.t0))
         try await store.recordReport(Report(reportId: "r2", messageId: "m", category: "other", description: "d", reporterUserId: nil,
                                             createdAt: Self.t0.addingTimeInterval(1)))
@@ -234,9 +234,9 @@ import Testing
                                                        MetricsSnapshot(source: "serve", body: "b 1", updatedAt: Self.t0)])
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func conversationCountsAddUpAcrossWritersAndRelationChangesAreFed(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         let flood = CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)
         let recipients = CounterSlot(key: "spam.duplicates:ann:abc", windowStart: 1_800_000_000)
         let request = MessageTally.Request(sender: "ann", recipient: "bob", itemId: "m1")
@@ -266,9 +266,9 @@ import Testing
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.available)
     func rateLimitCountsFromSeveralProcessesAddUp(backend: StoreBackend) async throws {
-        let store = try backend.open()
+        let store = try await backend.open()
         let now = CounterSlot(key: "text_message:ann", windowStart: 1_800_000_000)
         let before = CounterSlot(key: "text_message:ann", windowStart: 1_799_999_940)
         #expect(try await store.rateLimitTotals([now, before]) == [now: 0, before: 0])
@@ -287,16 +287,39 @@ import Testing
 enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case sqliteInMemory
+    /// A new schema in the PostgreSQL database named by `SLUICE_TEST_POSTGRES_URL` (`.ci/run` starts one).
+    case postgres
 
     var testDescription: String { rawValue }
 
-    func open() throws -> any StatusStore {
+    /// The backends this run can reach: PostgreSQL only when `SLUICE_TEST_POSTGRES_URL` is set (CI must set it:
+    /// `postgresIsReachableInCI` fails otherwise).
+    static var available: [StoreBackend] {
+        postgresURL == nil ? [.sqlite, .sqliteInMemory] : allCases
+    }
+
+    static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["SLUICE_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func open() async throws -> any StatusStore {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-store-\(UUID().uuidString)")
             return try SQLiteStore(path: folder.appendingPathComponent("sluice.sqlite"))
         case .sqliteInMemory:
             return try SQLiteStore.inMemory()
+        case .postgres:
+            return try await Self.postgresStore()
         }
+    }
+
+    /// A store in a schema of its own, so tests running at once never see each other's rows.
+    static func postgresStore() async throws -> PostgresStore {
+        let url = try #require(postgresURL, "SLUICE_TEST_POSTGRES_URL is not set")
+        var location = try PostgresLocation(url: url)
+        location.schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        location.maxConnections = 4
+        return try await PostgresStore(location, password: ProcessInfo.processInfo.environment["SLUICE_TEST_POSTGRES_PASSWORD"])
     }
 }

@@ -15,7 +15,7 @@ import SluiceTesting
 func runOnce(_ root: TemporaryDataRoot, server: FakeVisionServer,
              edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> any StatusStore {
     let config = root.config(endpoint: server.endpoint, edit: edit)
-    let daemon = try Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once)
+    let daemon = try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once)
     try await daemon.run()
     return daemon.store
 }
@@ -111,5 +111,35 @@ extension HTTPFields {
     /// A header's value by name (any case), without force-unwrapping a field name.
     func value(_ name: String) -> String? {
         first { $0.name.canonicalName == name.lowercased() }?.value
+    }
+}
+
+extension TemporaryDataRoot {
+    /// The root's store as its config names it: the SQLite file, or (with `SLUICE_TEST_STORE_URL`) its PostgreSQL
+    /// schema. Tests that read what a process under test recorded open it this way.
+    func store() async throws -> any StatusStore {
+        if let location = storeLocation { return try await PostgresStore(location, password: nil) }
+        return try SQLiteStore(path: url.appendingPathComponent("sluice.sqlite"))
+    }
+
+    /// For polling while another process writes: nil until the store exists. SQLite is opened afresh each time (as a
+    /// new reader would); a PostgreSQL store is opened once and kept.
+    func storeWhenReady() async -> (any StatusStore)? {
+        if storeLocation != nil { return await OpenedStores.shared.store(for: self) }
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("sluice.sqlite").path) else { return nil }
+        return try? await store()
+    }
+}
+
+/// PostgreSQL stores opened for polling, one per data root.
+private actor OpenedStores {
+    static let shared = OpenedStores()
+    private var stores: [URL: any StatusStore] = [:]
+
+    func store(for root: TemporaryDataRoot) async -> (any StatusStore)? {
+        if let store = stores[root.url] { return store }
+        guard let store = try? await root.store() else { return nil }
+        stores[root.url] = store
+        return store
     }
 }

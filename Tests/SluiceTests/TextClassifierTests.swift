@@ -211,7 +211,7 @@ import Testing
         // The filter alone re-run: the stored classification (and its block) stands; nothing is sent.
         var stricter = root.config(endpoint: vision.endpoint, edit: classify(moderation))
         stricter.text.classifier.policy[.harassment] = TextCategoryRule(review: 0.6)
-        let services = try Services.live(config: stricter, environment: [:], logger: quietLogger)
+        let services = try await Services.live(config: stricter, environment: [:], logger: quietLogger)
         _ = try await services.reprocessor().run(.init(filter: ItemFilter(kind: .text), stages: ["text"]), progress: { _, _ in })
         #expect(moderation.received.count == sent)
         #expect(try await services.store.item("m2")?.status == .blocked)

@@ -76,7 +76,7 @@ import Testing
         try await runOnce(root, server: server)
         try writeQueue(root, "b.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello there"}"#])
         try await runOnce(root, server: server)
-        let store = try SQLiteStore(path: root.url.appendingPathComponent("sluice.sqlite"))
+        let store = try await root.store()
         #expect(try await store.events(of: "x1").filter { $0.type == "verdict" }.count == 1)
         try writeQueue(root, "c.jsonl", [#"{"id": "x1", "userId": "u", "text": "hello sh1thead"}"#])
         try await runOnce(root, server: server)
@@ -97,7 +97,6 @@ import Testing
         }
         try writeQueue(root, "big.jsonl", lines)
         let config = try root.writeConfigFile(endpoint: server.endpoint)
-        let storePath = root.url.appendingPathComponent("sluice.sqlite")
         let daemon = Process()
         daemon.executableURL = TestEnvironment.sluiceBinary
         daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
@@ -105,14 +104,14 @@ import Testing
         var recorded = 0
         for _ in 0..<400 {
             try await Task.sleep(nanoseconds: 25_000_000)
-            if let store = try? SQLiteStore(path: storePath) { recorded = (try? await store.items(status: nil, kind: .text, limit: 2000).count) ?? 0 }
+            if let store = await root.storeWhenReady() { recorded = (try? await store.items(status: nil, kind: .text, limit: 2000).count) ?? 0 }
             if recorded >= 1000 { break }
         }
         kill(daemon.processIdentifier, SIGKILL)
         await waitForExit(daemon)
         let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
-        let store = try SQLiteStore(path: storePath)
+        let store = try await root.store()
         let items = try await store.items(kind: .text)
         #expect(items.count == count)
         #expect(items.filter { $0.status == .blocked }.count == (0..<count).filter { $0 % 7 == 0 }.count)

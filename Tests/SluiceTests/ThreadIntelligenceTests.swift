@@ -109,9 +109,9 @@ import Testing
 
     static let environment = SeedClientTests.environment.merging(["THREADS_TEST_KEY": "sk-thread-test"]) { $1 }
 
-    static func application(_ root: TemporaryDataRoot, edit: @escaping (inout PipelineConfig) -> Void) throws -> some ApplicationProtocol {
+    static func application(_ root: TemporaryDataRoot, edit: @escaping (inout PipelineConfig) -> Void) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit)
-        return buildApplication(services: try Services.live(config: config, environment: environment, logger: quietLogger).api(),
+        return buildApplication(services: try await Services.live(config: config, environment: environment, logger: quietLogger).api(),
                                 environment: environment, logger: quietLogger)
     }
 
@@ -170,7 +170,7 @@ import Testing
             return .init(body: Self.wrap(kind, Self.answer(for: Self.prompt(json)), request: json))
         }
         defer { server.stop() }
-        let app = try Self.application(root, edit: Self.llm(kind, server: server))
+        let app = try await Self.application(root, edit: Self.llm(kind, server: server))
         try await app.test(.router) { client in
             let summary = try await Self.call(client, "summarizeThread", #"{"conversationId": "c1"}"#)
             #expect(summary["summary"] as? [String] == ["Ana asked Ben for the invoice", "The team chose the blue logo"])
@@ -251,7 +251,7 @@ import Testing
         // A new message changes the thread: the next call asks the provider again.
         try await ConversationRulesTests.send(root, [["id": "m8", "userId": "cy", "conversationId": "c1", "text": "Logo files are uploaded.",
                                                       "sentAt": "2026-11-23T10:09:00Z"]])
-        let fresh = try Self.application(root, edit: Self.llm(kind, server: server))
+        let fresh = try await Self.application(root, edit: Self.llm(kind, server: server))
         try await fresh.test(.router) { client in
             let summary = try await Self.call(client, "summarizeThread", #"{"conversationId": "c1"}"#)
             #expect(summary["cached"] as? Bool == false)
@@ -279,7 +279,7 @@ import Testing
             return .init(body: Self.wrap(kind, Self.answer(for: prompt), request: json), delay: index < 6 ? 3 : 0)
         }
         defer { server.stop() }
-        let app = try Self.application(root, edit: Self.llm(kind, server: server, timeout: 1))
+        let app = try await Self.application(root, edit: Self.llm(kind, server: server, timeout: 1))
         try await app.test(.router) { client in
             for (name, needle) in [("summarizeThread", "not a JSON object"), ("extractActionItems", "does not follow its schema"),
                                    ("trackDecisions", "HTTP 500"), ("trackDecisions", "after 2 attempts")] {
@@ -303,7 +303,7 @@ import Testing
             return .init(body: Self.wrap(.openAI, Self.answer(for: Self.prompt(json)), request: json))
         }
         defer { server.stop() }
-        let app = try Self.application(root) { config in
+        let app = try await Self.application(root) { config in
             Self.llm(.openAI, server: server)(&config)
             config.limits.rate.threads = RateLimitRule(limit: 2, windowSeconds: 60)
         }
@@ -332,7 +332,7 @@ import Testing
                                               expect: .badRequest)
             #expect((tooMany["message"] as? String)?.contains("messageLimit must be 1...500") == true)
         }
-        let none = try Self.application(root) { _ in }
+        let none = try await Self.application(root) { _ in }
         try await none.test(.router) { client in
             let error = try await Self.call(client, "extractActionItems", #"{"conversationId": "c1"}"#, expect: .conflict)
             #expect(error["status"] as? String == "FAILED_PRECONDITION")
@@ -353,7 +353,7 @@ import Testing
             config.threads.minSimilarity = 0.2
         }
         try await ConversationRulesTests.send(root, Self.lines())
-        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit), environment: [:], logger: quietLogger)
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit), environment: [:], logger: quietLogger)
         let indexer = try #require(services.embeddingIndexer())
         #expect(try await indexer.indexPending() == 6, "the six approved messages, never the blocked one")
         #expect(try await indexer.indexPending() == 0)
@@ -361,7 +361,7 @@ import Testing
         #expect(!sent.contains(Self.blockedText))
         #expect(embed.received.allSatisfy { $0.json?["model"] as? String == "fake-bow" })
 
-        let app = try Self.application(root, edit: edit)
+        let app = try await Self.application(root, edit: edit)
         try await app.test(.router) { client in
             // "rent" is not in any message; its vector is near "money": found by meaning.
             let result = try await Self.call(client, "smartSearch", headers: SeedClientTests.user("eve"), #"{"query": "when is the rent due"}"#)
@@ -389,7 +389,7 @@ import Testing
             #expect((empty["message"] as? String)?.contains("query") == true)
         }
         // Without an embedding provider: keyword-only, and it says so.
-        let keywordOnly = try Self.application(root) { _ in }
+        let keywordOnly = try await Self.application(root) { _ in }
         try await keywordOnly.test(.router) { client in
             let result = try await Self.call(client, "smartSearch", #"{"query": "invoice", "conversationId": "c1"}"#)
             #expect(result["mode"] as? String == "keyword")
@@ -413,7 +413,7 @@ import Testing
             }
         }
         defer { embed.stop() }
-        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
             config.threads.embeddings.provider = .openAICompatible
             config.threads.embeddings.baseURL = embed.baseURL + "/v1"
             config.threads.embeddings.maxAttempts = 1
@@ -438,7 +438,7 @@ import Testing
             return .init(body: Self.wrap(.openAI, Self.answer(for: Self.prompt(json)), request: json))
         }
         defer { server.stop() }
-        let app = try Self.application(root, edit: Self.llm(.openAI, server: server))
+        let app = try await Self.application(root, edit: Self.llm(.openAI, server: server))
         try await app.test(.router) { client in
             _ = try await Self.call(client, "summarizeThread", headers: SeedClientTests.app, #"{"conversationId": "c3"}"#)
         }
@@ -486,7 +486,7 @@ import Testing
             return .init(status: 400, body: #"{"error":{"message":"input rejected","type":"invalid_request_error"}}"#)
         }
         defer { embed.stop() }
-        let services = try Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1") { config in
             config.threads.embeddings.provider = .openAICompatible
             config.threads.embeddings.baseURL = embed.baseURL + "/v1"
             config.threads.embeddings.model = "fake-bow"

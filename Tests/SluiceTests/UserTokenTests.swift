@@ -19,9 +19,9 @@ import Testing
     static var issuer: String { "https://securetoken.google.com/\(project)" }
 
     func application(_ root: TemporaryDataRoot, now: @escaping @Sendable () -> Date = Date.init,
-                     edit: (inout AuthConfig) -> Void) throws -> some ApplicationProtocol {
+                     edit: (inout AuthConfig) -> Void) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1") { config in edit(&config.api.auth) }
-        let services = try Services.live(config: config, environment: [:], logger: quietLogger).api()
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger).api()
         return buildApplication(services: services, environment: ["SLUICE_APP_TOKENS": "app-1"], now: now, logger: quietLogger)
     }
 
@@ -35,7 +35,7 @@ import Testing
         let root = try TemporaryDataRoot()
         let idp = try await FakeTokenIssuer.start()
         defer { idp.stop() }
-        let app = try application(root) { auth in
+        let app = try await application(root) { auth in
             auth.firebaseProjectId = Self.project
             auth.jwksURL = idp.jwksURL
         }
@@ -87,7 +87,7 @@ import Testing
         let idp = try await FakeTokenIssuer.start()
         defer { idp.stop() }
         let clock = Mutex(Date())
-        let app = try application(root, now: { clock.withLock { $0 } }) { auth in
+        let app = try await application(root, now: { clock.withLock { $0 } }) { auth in
             auth.jwksURL = idp.jwksURL
             auth.issuer = "https://idp.test"
             auth.audience = "sluice"
@@ -105,7 +105,7 @@ import Testing
             #expect(idp.fetches == 2, "one refresh was tried")
         }
         // A fresh server whose JWKS was never reachable has no keys: UNAUTHENTICATED, never a 500.
-        let cold = try application(root) { auth in auth.jwksURL = idp.jwksURL }
+        let cold = try await application(root) { auth in auth.jwksURL = idp.jwksURL }
         try await cold.test(.router) { client in
             let token = try await idp.token(sub: "alice", expires: Date().addingTimeInterval(3600), issuer: nil, audience: nil)
             try await client.execute(uri: "/v1/items/alice/none", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
@@ -122,7 +122,7 @@ import Testing
         let file = root.url.appendingPathComponent("jwks.json")
         try Data(idp.jwks.utf8).write(to: file)
         let soon = Date().addingTimeInterval(600)
-        let app = try application(root) { auth in
+        let app = try await application(root) { auth in
             auth.jwksFile = file
             auth.firebaseProjectId = Self.project
             auth.allowEmulatorTokens = true

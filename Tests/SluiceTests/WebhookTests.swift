@@ -45,7 +45,7 @@ import Testing
         let clock = Clock(Date())
         let hook = Self.hook(receiver, events: [.approved, .deleted])
         // A webhook hears what happens after it is configured (`sluice run` registers it before judging anything).
-        let before = try Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let before = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
         try await Self.dispatcher(before.store, hook, clock: clock).register()
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "dana", name: "hello.jpg")
         let store = try await runOnce(root, server: vision)
@@ -85,7 +85,7 @@ import Testing
         #expect(delivered.count == 1 && delivered.first?.attempts == 2 && delivered.first?.deliveredAt != nil)
 
         // An erasure is an item.deleted delivery.
-        let services = try Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
         _ = try await services.erasure.erase(try #require(ImageRef(userId: "dana", imageId: "hello")).itemID, by: "app", reason: "test")
         let third = await Self.dispatcher(services.store, hook, clock: clock).pass()
         #expect(third.queued == 1 && third.delivered == 1)

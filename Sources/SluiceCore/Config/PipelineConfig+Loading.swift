@@ -243,11 +243,35 @@ private struct ConfigFile: Decodable {
     var localVision: LocalVisionConfig
 
     struct StoreSection: Decodable {
-        var path: String
+        var path: String?
+        var url: String?
+        var passwordEnv: String?
         init(from decoder: any Decoder) throws {
-            try decoder.rejectUnknownKeys(["path"])
+            try decoder.rejectUnknownKeys(["path", "url", "passwordEnv"])
             let c = try decoder.container(keyedBy: AnyCodingKey.self)
-            path = try c.decode(String.self, forKey: AnyCodingKey(stringValue: "path"))
+            path = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "path"))
+            url = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "url"))
+            passwordEnv = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "passwordEnv"))
+            if path != nil, url != nil {
+                throw ConfigurationError.badValue(key: "store", reason: "give store.url or store.path, not both")
+            }
+        }
+
+        /// The store this section names, relative paths resolved by `path`.
+        func resolve(defaultPath: URL, path resolvePath: (String, String) throws -> URL) throws -> StoreConfig {
+            var config = StoreConfig(path: defaultPath)
+            if let path { config.path = try resolvePath(path, "store.path") }
+            if let url {
+                switch try StoreConfig.parse(url: url) {
+                case .sqlite(let path): config.path = try resolvePath(path, "store.url")
+                case .postgres(let location): config.postgres = location
+                }
+            }
+            if let passwordEnv {
+                guard !passwordEnv.isEmpty else { throw ConfigurationError.badValue(key: "store.passwordEnv", reason: "must name an environment variable") }
+                config.passwordEnv = passwordEnv
+            }
+            return config
         }
     }
 
@@ -352,7 +376,7 @@ private struct ConfigFile: Decodable {
             return raw.hasPrefix("/") ? URL(fileURLWithPath: raw) : baseDirectory.appendingPathComponent(raw)
         }
         let root = try path(dataRoot, key: "dataRoot")
-        let storePath = try store.map { try path($0.path, key: "store.path") }
+        let storeConfig = try store.map { try $0.resolve(defaultPath: root.appendingPathComponent("sluice.sqlite"), path: path) }
         var textConfig = TextConfig(wordlistsDirectory: try path(text?.wordlistsDirectory ?? "Wordlists", key: "text.wordlistsDirectory"))
         if let text {
             if let languages = text.languages { textConfig.languages = languages }
@@ -362,7 +386,7 @@ private struct ConfigFile: Decodable {
             if let maxLength = text.maxLength { textConfig.maxLength = maxLength }
             textConfig.classifier = text.classifier
         }
-        var config = PipelineConfig(dataRoot: root, store: storePath.map(StoreConfig.init(path:)), vision: vision,
+        var config = PipelineConfig(dataRoot: root, store: storeConfig, vision: vision,
                                     policy: policy, limits: limits, output: output, concurrency: concurrency, daemon: daemon,
                                     text: textConfig)
         config.caption = caption

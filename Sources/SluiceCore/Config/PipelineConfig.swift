@@ -41,11 +41,6 @@ public struct PipelineConfig: Sendable, Equatable {
     }
 }
 
-public struct StoreConfig: Sendable, Equatable {
-    public var path: URL
-    public init(path: URL) { self.path = path.standardizedFileURL }
-}
-
 public struct VisionConfig: Sendable, Equatable {
     /// `google-vision`: the images:annotate wire format (Google, the local provider); `openai-moderation`:
     /// OpenAI's `omni-moderation-latest` at `{endpoint}/moderations`.

@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import SluiceCore
+
+/// The status store in PostgreSQL through postgres-nio: the backend for several daemons and API servers on several
+/// machines. Same contract as `SQLiteStore` (`StoreContractTests` runs against both). PostgresNIO stays inside this
+/// module; callers see `StatusStore`.
+///
+/// Conventions of the schema (`PostgresSchema`): identifiers are written unquoted in camelCase, so PostgreSQL folds
+/// them to lower case on both sides; the `item` table's dates are whole milliseconds since 1970 (`BIGINT`), because
+/// items travel as JSON (`PostgresItemCodec`); every other date is a `TIMESTAMPTZ` bound as a `Date`.
+public struct PostgresStore: StatusStore {
+    let client: PostgresClient
+    let logger: Logger
+    /// The client's connection pool runs for as long as the store is open; `close()` ends it.
+    private let running: Task<Void, Never>
+
+    /// Connects, then applies the migrations this process knows under an advisory lock (many processes may start
+    /// at once; one migrates, the others wait and find nothing left to do). `readOnly` (dry runs): every session is
+    /// read-only in PostgreSQL itself, and the store must already be migrated.
+    public init(_ location: PostgresLocation, password: String?, readOnly: Bool = false,
+                logger: Logger = Logger(label: "sluice.store")) async throws(StoreError) {
+        // One connection first: the pool retries a refused connection with backoff for as long as a query waits,
+        // so a wrong host, database or password would otherwise surface only as a timeout.
+        try await Self.probe(location, password: password, logger: logger)
+        let client = PostgresClient(configuration: Self.configuration(location, password: password, readOnly: readOnly),
+                                    backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        running = Task { await client.run() }
+        do {
+            if readOnly {
+                try await PostgresSchema.requireMigrated(self)
+            } else {
+                try await PostgresSchema.migrate(self, schema: location.schema)
+            }
+        } catch {
+            running.cancel()
+            throw error
+        }
+    }
+
+    /// Closes every connection. The store must not be used afterwards.
+    public func close() async {
+        running.cancel()
+        await running.value
+    }
+
+    /// Connects once and disconnects, so a store that cannot be reached says why at once.
+    private static func probe(_ location: PostgresLocation, password: String?, logger: Logger) async throws(StoreError) {
+        let operation = "connect to \(location)"
+        do {
+            let tls: PostgresConnection.Configuration.TLS
+            switch location.tls {
+            case .disable: tls = .disable
+            case .prefer, .require:
+                var unchecked = TLSConfiguration.makeClientConfiguration()
+                unchecked.certificateVerification = .none
+                let context = try NIOSSLContext(configuration: unchecked)
+                tls = location.tls == .prefer ? .prefer(context) : .require(context)
+            case .verifyFull:
+                tls = .require(try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration()))
+            }
+            var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
+                                                                 password: password, database: location.database, tls: tls)
+            configuration.options.connectTimeout = .seconds(10)
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            try await connection.close()
+        } catch {
+            throw storeError(operation, error)
+        }
+    }
+
+    static func configuration(_ location: PostgresLocation, password: String?, readOnly: Bool) -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS
+        switch location.tls {
+        case .disable:
+            tls = .disable
+        case .prefer, .require:
+            // As libpq's sslmode: encrypted, the server's certificate not checked.
+            var unchecked = TLSConfiguration.makeClientConfiguration()
+            unchecked.certificateVerification = .none
+            tls = location.tls == .prefer ? .prefer(unchecked) : .require(unchecked)
+        case .verifyFull:
+            tls = .require(TLSConfiguration.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.user,
+                                                         password: password, database: location.database, tls: tls)
+        configuration.options.maximumConnections = location.maxConnections
+        configuration.options.connectTimeout = .seconds(10)
+        // Every session sees UTC and, when the URL names one, its own schema (one database, several stores).
+        var parameters = [("TimeZone", "UTC"), ("application_name", "sluice")]
+        if let schema = location.schema { parameters.append(("search_path", schema)) }
+        if readOnly { parameters.append(("default_transaction_read_only", "on")) }
+        configuration.options.additionalStartupParameters = parameters
+        return configuration
+    }
+
+    // MARK: - Plumbing
+
+    /// The rows of one query.
+    func rows(_ operation: String, _ query: PostgresQuery) async throws(StoreError) -> [PostgresRow] {
+        do {
+            return try await client.query(query, logger: logger).collect()
+        } catch {
+            throw Self.storeError(operation, error)
+        }
+    }
+
+    /// One statement whose rows (if any) are not needed.
+    func execute(_ operation: String, _ query: PostgresQuery) async throws(StoreError) {
+        _ = try await rows(operation, query)
+    }
+
+    /// `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
+    func transaction<T: Sendable>(_ operation: String,
+                                  _ body: (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await client.withConnection { connection in
+                try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+            }
+        } catch {
+            throw Self.storeError(operation, error)
+        }
+    }
+
+    /// A `StoreError` naming what PostgreSQL said (postgres-nio's own description hides the server's message).
+    static func storeError(_ operation: String, _ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let transaction = error as? PostgresTransactionError {
+            if let closure = transaction.closureError { return storeError(operation, closure) }
+            if let begin = transaction.beginError { return storeError(operation, begin) }
+            if let commit = transaction.commitError { return storeError(operation, commit) }
+        }
+        if let error = error as? PSQLError {
+            if let server = error.serverInfo {
+                let state = server[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                let detail = server[.detail].map { ": \($0)" } ?? ""
+                return StoreError(operation: operation, message: "PostgreSQL: \(server[.message] ?? "error")\(detail)\(state)")
+            }
+            return StoreError(operation: operation, message: "PostgreSQL: \(error.code)\(error.underlying.map { " (\($0))" } ?? "")")
+        }
+        return StoreError(operation: operation, underlying: error)
+    }
+
+    /// The SQLSTATE of a server error (`23505` unique violation, `40001` serialization failure, …).
+    static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+}
+
+extension PostgresConnection {
+    /// The rows of one query inside a transaction.
+    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await self.query(query, logger: logger).collect()
+    }
+
+    /// One statement inside a transaction.
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        _ = try await self.query(query, logger: logger).collect()
+    }
+}
