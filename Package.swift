@@ -131,6 +131,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "JWTKit", package: "jwt-kit"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
             "SluiceAPI",
         ]),
     ],

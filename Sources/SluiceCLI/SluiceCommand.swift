@@ -8,7 +8,7 @@ public struct SluiceCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "sluice",
         abstract: "Self-hosted content moderation: drop folders in, verdicts and privacy-safe images out.",
-        subcommands: [RunCommand.self, StatusCommand.self, ListCommand.self, CheckTextCommand.self, BenchTextCommand.self, PriorityCommand.self, CaptionCommand.self, ReprocessCommand.self, IngestCommand.self, ReviewCommand.self, ReportsCommand.self, ServeCommand.self, WebhooksCommand.self, EraseUserCommand.self, UsersCommand.self, RelationsCommand.self, PDQCommand.self, BanksCommand.self, ThreadsCommand.self])
+        subcommands: [RunCommand.self, StatusCommand.self, ListCommand.self, CheckTextCommand.self, BenchTextCommand.self, PriorityCommand.self, CaptionCommand.self, ReprocessCommand.self, IngestCommand.self, ReviewCommand.self, ReportsCommand.self, ServeCommand.self, WebhooksCommand.self, EraseUserCommand.self, UsersCommand.self, RelationsCommand.self, PDQCommand.self, BanksCommand.self, ThreadsCommand.self, StoreCommand.self])
 
     public init() {}
 

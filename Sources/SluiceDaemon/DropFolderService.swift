@@ -14,21 +14,37 @@ public struct DropFolderService: Service {
     let processor: UploadProcessor
     let textQueue: TextQueueIngestor?
     let mode: Mode
+    let leases: WorkLeases
     let logger: Logger
 
-    public init(config: PipelineConfig, processor: UploadProcessor, textQueue: TextQueueIngestor?, mode: Mode, logger: Logger) {
+    public init(config: PipelineConfig, processor: UploadProcessor, textQueue: TextQueueIngestor?, mode: Mode, leases: WorkLeases,
+                logger: Logger) {
         self.config = config
         self.processor = processor
         self.textQueue = textQueue
         self.mode = mode
+        self.leases = leases
         self.logger = logger
     }
 
     public func run() async throws {
         let root = DataRoot(config.dataRoot)
         try root.createFolders()
-        let orphans = FileOps.removeOrphanTemps(under: root.approved) + FileOps.removeOrphanTemps(under: root.thumbnails)
-        if orphans > 0 { logger.notice("removed temp files left by an interrupted run", metadata: ["count": "\(orphans)"]) }
+        // Other daemons may be writing into the same folders right now: only temp files of dead writers on this
+        // host, or older than any write takes, are orphans. Swept at start and whenever a dead daemon's work is
+        // taken over.
+        let orphanAge = max(600, config.daemon.leaseSeconds * 4)
+        let logger = logger
+        let sweep: @Sendable () -> Void = {
+            let orphans = FileOps.removeOrphanTemps(under: root.approved, olderThan: orphanAge)
+                + FileOps.removeOrphanTemps(under: root.thumbnails, olderThan: orphanAge)
+            if orphans > 0 { logger.notice("removed temp files left by an interrupted run", metadata: ["count": "\(orphans)"]) }
+        }
+        // Claims are renewed for as long as the service runs; a daemon of this host that died frees its claims now.
+        await leases.releaseDeadLocalOwners()
+        sweep()
+        let heartbeat = Task { [leases] in await leases.heartbeat(afterTakeover: sweep) }
+        defer { heartbeat.cancel() }
         let scanner = PendingScanner(root: root)
 
         if let textQueue { try FileManager.default.createDirectory(at: textQueue.done, withIntermediateDirectories: true) }
@@ -36,7 +52,7 @@ public struct DropFolderService: Service {
         case .once:
             let summary = await process(scanner.scan())
             logger.notice("processed pending uploads", metadata: ["items": "\(summary)"])
-            await textQueue?.processAll()
+            await textQueue?.processAll(leases: leases)
         case .watch:
             let watcher = DropFolderWatcher(pending: root.pending, extraFolders: textQueue.map { [$0.queue] } ?? [], logger: logger)
             let signals = Self.merge(watcher.changes(), every: config.daemon.rescanSeconds)
@@ -50,6 +66,7 @@ public struct DropFolderService: Service {
     func process(_ uploads: [PendingUpload]) async -> Int {
         let limit = config.itemsInFlight
         let processor = processor
+        let leases = leases
         return await withTaskGroup(of: Void.self, returning: Int.self) { group in
             var inFlight = 0
             for upload in uploads {
@@ -57,7 +74,7 @@ public struct DropFolderService: Service {
                     await group.next()
                     inFlight -= 1
                 }
-                group.addTask { await processor.handle(upload) }
+                group.addTask { _ = await leases.with(upload.workUnit) { await processor.handle(upload, stillHeld: $0) } }
                 inFlight += 1
             }
             await group.waitForAll()
@@ -68,6 +85,7 @@ public struct DropFolderService: Service {
     private func runWatching(scanner: PendingScanner, signals: AsyncStream<Void>) async throws {
         let limit = config.itemsInFlight
         let processor = processor
+        let leases = leases
         let active = ActivePaths()
         await withTaskGroup(of: Void.self) { group in
             var running = 0
@@ -75,7 +93,7 @@ public struct DropFolderService: Service {
                 if let textQueue = textQueue, !textQueue.pendingFiles().isEmpty, active.insert(textQueue.queue.path) {
                     // Text is cheap: one pass over the ready files at a time, beside the image uploads.
                     group.addTask {
-                        await textQueue.processAll()
+                        await textQueue.processAll(leases: leases)
                         active.remove(textQueue.queue.path)
                     }
                     running += 1
@@ -86,7 +104,8 @@ public struct DropFolderService: Service {
                         running -= 1
                     }
                     group.addTask {
-                        await processor.handle(upload)
+                        // Another daemon on the same folders may hold it: then it is left to that one.
+                        _ = await leases.with(upload.workUnit) { await processor.handle(upload, stillHeld: $0) }
                         active.remove(upload.url.path)
                     }
                     running += 1

@@ -40,16 +40,26 @@ public struct TextQueueIngestor: Sendable {
         public var rejected = 0
     }
 
-    /// Processes every ready file; returns per-file summaries.
+    /// Processes every ready file; returns per-file summaries. With `leases`, a file another daemon holds is left
+    /// to it (and one whose holder died is taken over once its lease expires).
     @discardableResult
-    public func processAll() async -> [String: FileSummary] {
+    public func processAll(leases: WorkLeases? = nil) async -> [String: FileSummary] {
         var summaries: [String: FileSummary] = [:]
         for file in pendingFiles() {
+            let unit = "text:\(file.lastPathComponent)"
+            if let leases, !(await leases.claim(unit)) { continue }
             do {
-                summaries[file.lastPathComponent] = try await process(file)
+                // Another daemon may have finished and moved it between the listing and the claim.
+                if FileType(at: file) == .regular {
+                    summaries[file.lastPathComponent] = try await process(file) { await leases?.stillHolds(unit) ?? true }
+                }
+            } catch let lost as ClaimLost {
+                logger.warning("\(lost)", metadata: ["file": "\(file.lastPathComponent)"])
+                continue
             } catch {
                 logger.error("text queue file not finished, will retry", metadata: ["file": "\(file.lastPathComponent)", "error": "\(error)"])
             }
+            await leases?.release(unit)
         }
         return summaries
     }
@@ -64,8 +74,14 @@ public struct TextQueueIngestor: Sendable {
         }
     }
 
-    /// One file: judge each line, record in batches, then move the file to done/.
-    public func process(_ file: URL) async throws -> FileSummary {
+    /// Another daemon took the file over while this one worked on it (its claim expired).
+    struct ClaimLost: Error, CustomStringConvertible {
+        var description: String { "another daemon took this text queue file over (this one's claim expired); leaving it to that one" }
+    }
+
+    /// One file: judge each line, record in batches, then move the file to done/. `stillHeld` is asked before each
+    /// batch is written and before the file moves: false stops here (`ClaimLost`).
+    public func process(_ file: URL, stillHeld: @Sendable () async -> Bool = { true }) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         var summary = FileSummary()
@@ -95,6 +111,7 @@ public struct TextQueueIngestor: Sendable {
             fresh.reverse()
             batch.removeAll(keepingCapacity: true)
             try await awaitWrite()
+            guard await stillHeld() else { throw ClaimLost() }
             let store = store
             writing = Task { (try await store.recordChangedVerdicts(fresh, stage: "text"), fresh.count) }
         }
@@ -129,6 +146,7 @@ public struct TextQueueIngestor: Sendable {
         try await judgePending()
         try await flush()
         try await awaitWrite()
+        guard await stillHeld() else { throw ClaimLost() }
         try FileOps.move(file, to: done.appendingPathComponent(name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)"])

@@ -24,16 +24,22 @@ public struct UploadProcessor: Sendable {
 
     /// Processes one upload; returns the status it ended with, or nil when it vanished or must be retried later.
     @discardableResult
-    public func handle(_ upload: PendingUpload) async -> ItemStatus? {
+    /// `stillHeld` is asked right before the verdict is committed: false (another daemon took the upload over
+    /// because this one's claim expired) leaves it to that daemon instead of judging it twice.
+    public func handle(_ upload: PendingUpload, stillHeld: @Sendable () async -> Bool = { true }) async -> ItemStatus? {
         do {
-            return try await process(upload)
+            return try await process(upload, stillHeld: stillHeld)
         } catch {
             logger.error("upload not finished, will retry on the next scan", metadata: ["item": "\(upload.itemID)", "error": "\(error)"])
             return nil
         }
     }
 
-    private func process(_ upload: PendingUpload) async throws -> ItemStatus? {
+    private func process(_ upload: PendingUpload, stillHeld: @Sendable () async -> Bool) async throws -> ItemStatus? {
+        func reject(_ upload: PendingUpload, reason: String, hash: String?, bytes: Int?) async throws -> ItemStatus? {
+            guard await stillHeld() else { return lost(upload) }
+            return try await self.reject(upload, reason: reason, hash: hash, bytes: bytes)
+        }
         guard let image = upload.image else {
             guard case let .invalid(reason) = upload.identity else { return nil }
             return try await reject(upload, reason: reason, hash: nil, bytes: nil)
@@ -67,6 +73,7 @@ public struct UploadProcessor: Sendable {
         guard var item = run.item(from: base, scope: .upload) else { return nil }
         item.timings = ImagePipeline.timings(of: run)
         let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:))))
+        guard await stillHeld() else { return lost(upload) }
         try move.prepare()
         // A bank match that decided names the bank's hash in the verdict event; a reused classification its item.
         var detail = item.match.flatMap { $0.acted && $0.action != .allow ? "\($0.reason), bank hash \($0.hash.hex)" : nil }
@@ -83,6 +90,12 @@ public struct UploadProcessor: Sendable {
         }
         logger.info("verdict", metadata: ["item": "\(image.itemID)", "status": "\(item.status.rawValue)", "reason": "\(item.reason ?? "")"])
         return item.status
+    }
+
+    private func lost(_ upload: PendingUpload) -> ItemStatus? {
+        logger.warning("another daemon took this upload over (this one's claim expired); leaving it to that one",
+                       metadata: ["item": "\(upload.itemID)"])
+        return nil
     }
 
     /// Records a rejection and moves the entry to rejected/ without ever opening it as an image.

@@ -29,11 +29,15 @@ public struct WebhookDispatcher: Service {
     let environment: [String: String]
     let interval: Duration
     let now: @Sendable () -> Date
+    /// With several daemons on one store, only the one holding the `webhooks` claim dispatches (two dispatchers
+    /// reading the same cursor would queue the same change twice under two delivery ids).
+    let leases: WorkLeases?
     let logger: Logger
 
     public init(webhooks: [WebhookConfig], store: any StatusStore, transport: any WebhookTransport,
                 environment: [String: String] = ProcessInfo.processInfo.environment, interval: Duration = .seconds(1),
-                now: @escaping @Sendable () -> Date = Date.init, logger: Logger) {
+                now: @escaping @Sendable () -> Date = Date.init, leases: WorkLeases? = nil, logger: Logger) {
+        self.leases = leases
         self.webhooks = webhooks
         self.store = store
         self.transport = transport
@@ -54,12 +58,19 @@ public struct WebhookDispatcher: Service {
 
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            _ = await pass()
+            // Claimed again every pass (which extends it): the holder keeps dispatching, and if it dies another
+            // daemon takes over once the claim expires.
+            if await leases?.claim(Self.workUnit) ?? true { _ = await pass() }
             let interval = interval
             _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
-        _ = await pass()
+        if await leases?.claim(Self.workUnit) ?? true {
+            _ = await pass()
+            await leases?.release(Self.workUnit)
+        }
     }
+
+    static let workUnit = "webhooks"
 
     /// Queues what is new and sends what is due, once.
     @discardableResult

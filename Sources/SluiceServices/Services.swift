@@ -18,10 +18,13 @@ public struct Services: Sendable {
     public let store: any StatusStore
     /// The image pipeline with its match stage on this store's hash banks.
     public let images: ImagePipeline
+    /// This process's claims on work shared with other daemons (uploads, text queue files, webhook dispatch).
+    public let leases: WorkLeases
 
     public init(pipelines: Pipelines, store: any StatusStore) {
         self.pipelines = pipelines
         self.store = store
+        leases = WorkLeases(store: store, leaseSeconds: pipelines.config.daemon.leaseSeconds, logger: pipelines.logger)
         images = pipelines.images.with(matcher: BankMatcher(store: store, config: pipelines.config.banks,
                                                             reuseWithinDistance: pipelines.config.vision.reuseWithinDistance,
                                                             logger: pipelines.logger))
@@ -52,13 +55,29 @@ public struct Services: Sendable {
         return try await PostgresStore(location, password: password, readOnly: readOnly, logger: logger)
     }
 
+    /// `sluice store migrate`: copies the SQLite store at `source` into the (empty) PostgreSQL store at `target`
+    /// and returns each table's count on both sides.
+    public static func migrateStore(from source: URL, to target: PostgresLocation, password: String?,
+                                    progress: @escaping @Sendable (String, Int) -> Void) async throws(StoreError) -> [StoreMigration.TableCount] {
+        let from = try SQLiteStore(path: source, readOnly: true)
+        let to = try await PostgresStore(target, password: password)
+        do {
+            let counts = try await StoreMigration.copy(from: from, to: to, progress: progress)
+            await to.close()
+            return counts
+        } catch {
+            await to.close()
+            throw error
+        }
+    }
+
     /// The daemon over `pending/` and `queues/text/`.
     public func daemon(mode: DropFolderService.Mode) -> Daemon {
         let logger = pipelines.logger
         let uploads = UploadProcessor(store: store, pipeline: images, maxBytes: config.limits.maxBytes,
                                       sampler: AuditSampler(rate: config.review.auditSampleRate), logger: logger)
         let texts = TextQueueIngestor(root: DataRoot(config.dataRoot), store: store, pipeline: textsWithRules, logger: logger)
-        let service = DropFolderService(config: config, processor: uploads, textQueue: texts, mode: mode, logger: logger)
+        let service = DropFolderService(config: config, processor: uploads, textQueue: texts, mode: mode, leases: leases, logger: logger)
         return Daemon(service: service, store: store, pool: pipelines.pool, vision: pipelines.vision, logger: logger)
     }
 
@@ -84,7 +103,7 @@ public struct Services: Sendable {
                                   interval: Duration = .seconds(1)) -> WebhookDispatcher? {
         guard !config.webhooks.isEmpty else { return nil }
         return WebhookDispatcher(webhooks: config.webhooks, store: store, transport: WebhookHTTPTransport(), environment: environment,
-                                 interval: interval, logger: pipelines.logger)
+                                 interval: interval, leases: leases, logger: pipelines.logger)
     }
 
     public func ingestor() -> BacklogIngestor {

@@ -360,6 +360,13 @@ public struct SQLiteStore: StatusStore {
         migrator.registerMigration("v12-threads") { db in
             try Self.createThreadTables(db)
         }
+        migrator.registerMigration("v13-work-leases") { db in
+            try db.create(table: "workLease") { t in
+                t.primaryKey("unit", .text)
+                t.column("owner", .text).notNull().indexed()
+                t.column("until", .datetime).notNull()
+            }
+        }
         return migrator
     }
 

@@ -130,6 +130,13 @@ public final class TemporaryDataRoot: Sendable {
 
     public func file(_ relative: String) -> URL { url.appendingPathComponent(relative) }
 
+    /// Writes a text queue file `queues/text/{name}`, one line each.
+    public func writeQueue(_ name: String, _ lines: [String]) throws {
+        let folder = url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent(name))
+    }
+
     public func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: file(relative).path) }
 
     /// Every file under the root (relative paths), for leak checks such as orphan temp files.

@@ -87,3 +87,68 @@ struct PostgresStoreTests {
         await store.close()
     }
 }
+
+/// `sluice store migrate`: a SQLite store filled the way the daemon, the API and the console fill it is copied into
+/// a new PostgreSQL schema, every table's count matches and what callers read back is the same.
+@Suite(.enabled(if: StoreBackend.postgresURL != nil, "SLUICE_TEST_POSTGRES_URL is not set"))
+struct StoreMigrationTests {
+    @Test func sqliteStoreCopiesIntoPostgreSQLAndReadsTheSame() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-migrate-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("sluice.sqlite")
+        let source = try SQLiteStore(path: path)
+        let t0 = StoreContractTests.t0
+        var threaded = StoreContractTests.text("t-thread")
+        threaded.content?.conversationId = "c-1"
+        threaded.content?.recipientId = "bob"
+        let items = [StoreContractTests.image("u/a"), StoreContractTests.image("u/b", status: .review), StoreContractTests.text("t1"),
+                     threaded, StoreContractTests.text("gone")]
+        for item in items { try await source.recordVerdict(item, stage: "policy", detail: nil) }
+        _ = try await source.eraseItems(["gone"], by: "admin", reason: "user asked", at: t0)
+        try await source.recordReport(Report(reportId: "r1", messageId: "t1", category: "spam", description: "x", reporterUserId: "bob",
+                                             createdAt: t0))
+        _ = try await source.consumeRateLimit(key: "text:bob", limit: 5, windowSeconds: 60, now: t0)
+        _ = try await source.addReviewer(Reviewer(name: "dana", role: .admin, passwordHash: "$2b$12$hash", createdAt: t0))
+        _ = try await source.putValue(Data([0, 1, 2, 255]), key: "session:1", expiresAt: t0.addingTimeInterval(3600), onlyIfAbsent: false, now: t0)
+        _ = try await source.applyRelationChange(RelationChange(kind: .block, actor: "bob", subject: "eve", at: t0), profile: nil)
+        _ = try await source.createBank(HashBank(name: "known", action: .block, createdAt: t0))
+        let hash = try #require(PDQHash(hex: String(repeating: "ab", count: 32)))
+        _ = try await source.addBankEntries([BankEntry(bank: "known", hash: hash, note: "from a list", addedAt: t0)])
+
+        var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
+        location.schema = "m_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
+        let target = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=\(location.tls.rawValue)&schema=\(try #require(location.schema))"
+        let run = try await shell(TestEnvironment.sluiceBinary, ["store", "migrate", "--from", "sqlite:\(path.path)", "--to", target, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: String]])
+        #expect(counts.first?["table"] == "item" && counts.first?["target"] == "4")
+        #expect(counts.allSatisfy { $0["source"] == $0["target"] }, "\(counts)")
+
+        let copy = try await PostgresStore(location, password: nil)
+        for item in items.dropLast() {
+            #expect(try await copy.item(item.id) == item, "\(item.id)")
+            #expect(try await copy.events(of: item.id) == source.events(of: item.id), "events of \(item.id)")
+        }
+        #expect(try await copy.item("gone") == nil)
+        #expect(try await copy.tombstones(userId: nil) == source.tombstones(userId: nil))
+        #expect(try await copy.reports() == source.reports())
+        #expect(try await copy.rateLimit(key: "text:bob", limit: 5, windowSeconds: 60, now: t0).current == 1)
+        #expect(try await copy.reviewers() == source.reviewers())
+        #expect(try await copy.value(key: "session:1", now: t0)?.value == Data([0, 1, 2, 255]))
+        #expect(try await copy.isBlocked(blocker: "bob", blocked: "eve"))
+        #expect(try await copy.relationHistory("bob") == source.relationHistory("bob"))
+        #expect(try await copy.banks() == source.banks())
+        #expect(try await copy.bankEntries(bank: nil, after: 0, limit: 10) == source.bankEntries(bank: nil, after: 0, limit: 10))
+        #expect(try await copy.threadMembers("c-1") == source.threadMembers("c-1"))
+        #expect(try await copy.threadMessages(conversationId: "c-1", limit: 10).map(\.id) == ["t-thread"])
+        // New rows continue the copied sequences instead of colliding with them.
+        try await copy.appendEvent(ItemEvent(itemId: "t1", at: t0, type: "note"))
+        #expect(try await copy.events(of: "t1").count == source.events(of: "t1").count + 1)
+
+        let again = try await shell(TestEnvironment.sluiceBinary, ["store", "migrate", "--from", "sqlite:\(path.path)", "--to", target])
+        #expect(again.status != 0 && again.stderr.contains("already holds items"), "\(again.stderr)")
+        let wrongWay = try await shell(TestEnvironment.sluiceBinary, ["store", "migrate", "--from", target, "--to", "sqlite:x.sqlite"])
+        #expect(wrongWay.status != 0 && wrongWay.stderr.contains("--from must be a SQLite store"), "\(wrongWay.stderr)")
+        await copy.close()
+    }
+}

@@ -284,6 +284,50 @@ import Testing
 }
 
 /// Every `StatusStore` implementation the contract runs against.
+extension StoreContractTests {
+    /// Work leases: one holder at a time, renewed by its heartbeat, taken over only once expired, free on release.
+    @Test(arguments: StoreBackend.available)
+    func workLeasesHaveOneHolderAndExpire(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let t0 = Self.t0
+        #expect(try await store.claimWork("upload:u/a", owner: "host-a:1", until: t0.addingTimeInterval(30), now: t0))
+        #expect(try await !store.claimWork("upload:u/a", owner: "host-b:2", until: t0.addingTimeInterval(31), now: t0.addingTimeInterval(1)))
+        #expect(try await store.claimWork("upload:u/a", owner: "host-a:1", until: t0.addingTimeInterval(32), now: t0.addingTimeInterval(2)),
+                "the holder may claim again")
+        #expect(try await store.claimWork("text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(30), now: t0))
+        #expect(try await store.renewWork(owner: "host-a:1", until: t0.addingTimeInterval(60)) == 2)
+        #expect(try await !store.claimWork("upload:u/a", owner: "host-b:2", until: t0.addingTimeInterval(90), now: t0.addingTimeInterval(45)),
+                "renewed: still held")
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(45)) == ["upload:u/a": "host-a:1", "text:q.jsonl": "host-a:1"])
+        // host-a died: nothing renews, and after expiry host-b takes the work over.
+        #expect(try await store.claimWork("upload:u/a", owner: "host-b:2", until: t0.addingTimeInterval(120), now: t0.addingTimeInterval(61)))
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(61)) == ["upload:u/a": "host-b:2"])
+        try await store.releaseWork("upload:u/a", owner: "host-a:1")
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(61)) == ["upload:u/a": "host-b:2"], "only the holder releases")
+        try await store.releaseWork("upload:u/a", owner: "host-b:2")
+        #expect(try await store.claimWork("upload:u/a", owner: "host-c:3", until: t0.addingTimeInterval(150), now: t0.addingTimeInterval(62)))
+    }
+
+    /// Many claimers of one unit at the same moment: exactly one wins.
+    @Test(arguments: StoreBackend.available)
+    func concurrentClaimsHaveOneWinner(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        for round in 0..<5 {
+            let wins = try await withThrowingTaskGroup(of: Bool.self, returning: Int.self) { group in
+                for claimer in 0..<8 {
+                    group.addTask {
+                        try await store.claimWork("upload:u/\(round)", owner: "daemon-\(claimer)", until: Self.t0.addingTimeInterval(30), now: Self.t0)
+                    }
+                }
+                var wins = 0
+                for try await won in group where won { wins += 1 }
+                return wins
+            }
+            #expect(wins == 1, "round \(round): \(wins) winners")
+        }
+    }
+}
+
 enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case sqliteInMemory

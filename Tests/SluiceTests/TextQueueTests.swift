@@ -10,9 +10,7 @@ import Testing
 /// `queues/text/*.jsonl` through the daemon: every line ends as an item, bad lines name file and line.
 @Suite(.serialized) struct TextQueueTests {
     func writeQueue(_ root: TemporaryDataRoot, _ name: String, _ lines: [String]) throws {
-        let folder = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent(name))
+        try root.writeQueue(name, lines)
     }
 
     @Test func everyLineBecomesAnItemAndTheFileMovesToDone() async throws {

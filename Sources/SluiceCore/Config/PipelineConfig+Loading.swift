@@ -60,6 +60,7 @@ extension PipelineConfig {
         try require((0...256).contains(concurrency.cpu), "concurrency.cpu", "must be 0 (number of cores) ...256")
         try require((0...4096).contains(concurrency.items), "concurrency.items", "must be 0...4096 (0 = vision.maxInFlight + 2 per CPU thread)")
         try require(daemon.rescanSeconds >= 1, "daemon.rescanSeconds", "must be ≥ 1")
+        try require(daemon.leaseSeconds >= 3 && daemon.leaseSeconds <= 3600, "daemon.leaseSeconds", "must be 3…3600")
         let captionURL = URL(string: caption.effectiveBaseURL)
         try require(captionURL?.scheme == "http" || captionURL?.scheme == "https", "caption.baseURL",
                     "\"\(caption.effectiveBaseURL)\" is not an http(s) URL")
@@ -511,12 +512,13 @@ extension ConcurrencyConfig: Decodable {
 }
 
 extension DaemonConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case rescanSeconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case rescanSeconds, leaseSeconds }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         var v = DaemonConfig()
         v.rescanSeconds = try c.value(.rescanSeconds, default: v.rescanSeconds)
+        v.leaseSeconds = try c.value(.leaseSeconds, default: v.leaseSeconds)
         self = v
     }
 }

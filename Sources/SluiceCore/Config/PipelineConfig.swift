@@ -173,6 +173,9 @@ extension PipelineConfig {
 public struct DaemonConfig: Sendable, Equatable {
     /// Full rescan period, a safety net beside inotify.
     public var rescanSeconds: Double = 30
+    /// How long a daemon's claim on an upload or a text queue file lasts without renewal (renewed every third of
+    /// it): after a daemon dies, another one takes its work over this long later, at its next rescan.
+    public var leaseSeconds: Double = 30
     public init() {}
 }
 

@@ -35,7 +35,7 @@ public enum FileOps {
     public static func writeAtomically(_ data: Data, to destination: URL) throws(FileOpError) {
         let folder = destination.deletingLastPathComponent()
         try makeFolder(folder)
-        let temp = folder.appendingPathComponent(".\(destination.lastPathComponent)\(tempMarker)\(UUID().uuidString)")
+        let temp = folder.appendingPathComponent(".\(destination.lastPathComponent)\(tempMarker)\(tempOwner)~\(UUID().uuidString)")
         let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw FileOpError("create", temp.path) }
         var ok = false
@@ -142,12 +142,31 @@ public enum FileOps {
         return data
     }
 
-    /// Deletes temp files a crash left behind under `folder` (recursively).
-    public static func removeOrphanTemps(under folder: URL) -> Int {
+    /// Who writes a temp file: host and process id (`{host}~{pid}`), so a sweep can tell a dead writer's file from
+    /// one another daemon is writing right now.
+    static let tempOwner = "\(ProcessInfo.processInfo.hostName.replacingOccurrences(of: "~", with: "-"))~\(getpid())"
+
+    /// Deletes temp files a crash left behind under `folder` (recursively): those written on this host by a process
+    /// that no longer runs, and any last written more than `olderThan` seconds ago (a writer on another host that
+    /// died; shared folders are seen by several hosts).
+    public static func removeOrphanTemps(under folder: URL, olderThan seconds: Double = 0) -> Int {
         guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return 0 }
         var removed = 0
-        for case let file as URL in enumerator where file.lastPathComponent.contains(tempMarker) {
-            if unlink(file.path) == 0 { removed += 1 }
+        let cutoff = Date().timeIntervalSince1970 - seconds
+        let host = ProcessInfo.processInfo.hostName.replacingOccurrences(of: "~", with: "-")
+        for case let file as URL in enumerator {
+            let name = file.lastPathComponent
+            guard let marker = name.range(of: tempMarker) else { continue }
+            let owner = name[marker.upperBound...].split(separator: "~")
+            var orphan = false
+            if owner.count == 3, owner[0] == host, let pid = Int32(owner[1]) {
+                orphan = pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
+            }
+            if !orphan {
+                var info = stat()
+                orphan = lstat(file.path, &info) == 0 && Double(info.st_mtim.tv_sec) <= cutoff
+            }
+            if orphan, unlink(file.path) == 0 { removed += 1 }
         }
         return removed
     }

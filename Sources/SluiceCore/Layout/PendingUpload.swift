@@ -29,6 +29,9 @@ public struct PendingUpload: Sendable, Equatable, Hashable {
         }
     }
 
+    /// The unit a daemon claims before judging this upload (`WorkLeases`).
+    public var workUnit: String { "upload:\(itemID.rawValue)" }
+
     public var image: ImageRef? {
         if case let .valid(image) = identity { return image }
         return nil

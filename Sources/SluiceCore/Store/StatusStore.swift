@@ -229,6 +229,19 @@ public protocol StatusStore: Sendable {
     /// to the conversation's messages removes its answers.
     @discardableResult
     func storeThreadInsight(key: String, conversationId: String, seqs: [Int64], body: String, at date: Date) async throws(StoreError) -> Bool
+
+    // MARK: Work leases (several daemons on one store)
+
+    /// Claims a unit of work (`upload:{itemId}`, `text:{file}`) for `owner` until `until`: true when it was free,
+    /// its lease had expired (its owner died), or `owner` already holds it. Atomic across processes and hosts.
+    func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool
+    /// Extends every lease `owner` holds to `until` (the heartbeat); returns how many it holds.
+    @discardableResult
+    func renewWork(owner: String, until: Date) async throws(StoreError) -> Int
+    /// Gives a unit up (done, or left for someone else).
+    func releaseWork(_ unit: String, owner: String) async throws(StoreError)
+    /// Every lease not yet expired: unit → owner.
+    func workLeases(now: Date) async throws(StoreError) -> [String: String]
 }
 
 extension StatusStore {

@@ -18,6 +18,10 @@ enum PostgresSchema {
         [
             Migration(version: 1, name: "items-events-reports-limits",
                       statements: items + console + outbox + relations + banks + threads),
+            Migration(version: 2, name: "work-leases", statements: [
+                "CREATE TABLE workLease (unit TEXT PRIMARY KEY, owner TEXT NOT NULL, until TIMESTAMPTZ NOT NULL)",
+                "CREATE INDEX workLeaseOwner ON workLease (owner)",
+            ]),
         ]
     }
 

@@ -1,0 +1,40 @@
+import Foundation
+import GRDB
+import SluiceCore
+
+extension SQLiteStore {
+    public func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool {
+        try await write("claim \(unit)") { db in
+            // The write transaction is exclusive, so read-then-write is atomic across processes sharing the file.
+            try db.execute(sql: """
+                INSERT INTO workLease (unit, owner, until) VALUES (?, ?, ?)
+                ON CONFLICT(unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
+                WHERE workLease.until <= ? OR workLease.owner = excluded.owner
+                """, arguments: [unit, owner, until, now])
+            return db.changesCount > 0
+        }
+    }
+
+    public func renewWork(owner: String, until: Date) async throws(StoreError) -> Int {
+        try await write("renew the leases of \(owner)") { db in
+            try db.execute(sql: "UPDATE workLease SET until = ? WHERE owner = ?", arguments: [until, owner])
+            return db.changesCount
+        }
+    }
+
+    public func releaseWork(_ unit: String, owner: String) async throws(StoreError) {
+        try await write("release \(unit)") { db in
+            try db.execute(sql: "DELETE FROM workLease WHERE unit = ? AND owner = ?", arguments: [unit, owner])
+        }
+    }
+
+    public func workLeases(now: Date) async throws(StoreError) -> [String: String] {
+        try await read("read work leases") { db in
+            var leases: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT unit, owner FROM workLease WHERE until > ?", arguments: [now]) {
+                leases[row["unit"]] = row["owner"]
+            }
+            return leases
+        }
+    }
+}

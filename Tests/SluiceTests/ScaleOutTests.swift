@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOFoundationCompat
+import PostgresNIO
+import SluiceCore
+@testable import SluiceStore
+import SluiceTesting
+import Testing
+
+/// Several daemons and API servers as separate processes over one shared data root and one PostgreSQL database,
+/// one daemon killed with SIGKILL mid-run: every upload and every queue line ends with exactly one verdict, every
+/// output is written once, no temp file is left, and both API servers answer alike.
+@Suite(.serialized, .enabled(if: StoreBackend.postgresURL != nil, "SLUICE_TEST_POSTGRES_URL is not set"))
+struct ScaleOutTests {
+    static let uploads = 300
+    static let files = 30
+    static let linesPerFile = 1_000
+
+    @Test func threeDaemonsAndTwoAPIServersShareOnePostgreSQL() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.05, then: .safeSearch(cleanResult)) }
+        defer { vision.stop() }
+        var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
+        location.schema = "scale_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
+        let storeURL = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)"
+            + "?sslmode=\(location.tls.rawValue)&schema=\(try #require(location.schema))&maxConnections=4"
+        let config = try root.writeConfigFile(endpoint: vision.endpoint, extra: """
+            "store": {"url": "\(storeURL)"}, "daemon": {"rescanSeconds": 1, "leaseSeconds": 10}
+            """)
+        let store = try await PostgresStore(location, password: nil)
+
+        // Half the uploads and every queue file are there before the daemons start (they race for them at once);
+        // the other half arrive while they run.
+        let photos = ["rocket.jpg", "coins.png", "brick.png"].map { TestEnvironment.fixture("images/photos/\($0)") }
+        func dropUploads(_ range: Range<Int>) throws {
+            for index in range {
+                let photo = photos[index % photos.count]
+                try root.drop(photo, user: "user\(index % 20)", name: "img\(index).\(photo.pathExtension)")
+            }
+        }
+        try dropUploads(0..<(Self.uploads / 2))
+        for file in 0..<Self.files {
+            var lines: [String] = []
+            for line in 0..<Self.linesPerFile {
+                let index = file * Self.linesPerFile + line
+                let text = index % 7 == 0 ? "you are a b!tch number \(index)" : "ordinary message number \(index) about class and grass"
+                lines.append(#"{"id": "q\#(index)", "userId": "u\#(index % 50)", "text": "\#(text)"}"#)
+            }
+            try root.writeQueue("part-\(file).jsonl", lines)
+        }
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["SLUICE_APP_TOKENS"] = "scale-token"
+        environment.removeValue(forKey: "SLUICE_TEST_STORE_URL")
+        func start(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = TestEnvironment.sluiceBinary
+            process.arguments = arguments + ["--config", config.path, "--log-level", "error"]
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        let ports = [freeLoopbackPort(), freeLoopbackPort()]
+        let daemons = try (0..<3).map { _ in try start(["run"]) }
+        let servers = try ports.map { try start(["serve", "--port", "\($0)"]) }
+        defer {
+            for process in daemons + servers where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+
+        func count(_ sql: String) async throws -> Int {
+            try await store.rows("count", PostgresQuery(unsafeSQL: sql)).first?.decode(Int.self) ?? 0
+        }
+        let finalImages = "SELECT COUNT(*) FROM item WHERE kind = 'image' AND status IN ('approved', 'blocked', 'review', 'rejected')"
+        let finalTexts = "SELECT COUNT(*) FROM item WHERE kind = 'text' AND status IN ('approved', 'blocked', 'review', 'rejected')"
+
+        // Kill one daemon without warning once it is mid-run.
+        var judgedAtKill = 0
+        let killDeadline = Date().addingTimeInterval(120)
+        while judgedAtKill < 40, Date() < killDeadline {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            judgedAtKill = try await count(finalImages)
+        }
+        kill(daemons[0].processIdentifier, SIGKILL)
+        await waitForExit(daemons[0])
+        #expect(judgedAtKill >= 40 && judgedAtKill < Self.uploads, "killed after \(judgedAtKill) of \(Self.uploads) uploads")
+        try dropUploads((Self.uploads / 2)..<Self.uploads)
+
+        let total = Self.files * Self.linesPerFile
+        let doneDeadline = Date().addingTimeInterval(300)
+        var images = 0
+        var texts = 0
+        while (images < Self.uploads || texts < total), Date() < doneDeadline {
+            try await Task.sleep(nanoseconds: 200_000_000)
+            images = try await count(finalImages)
+            texts = try await count(finalTexts)
+        }
+        #expect(images == Self.uploads && texts == total, "\(images) uploads and \(texts) lines judged")
+        // The survivors finish what they hold, then stop on SIGTERM.
+        for daemon in daemons.dropFirst() {
+            kill(daemon.processIdentifier, SIGTERM)
+            #expect(await waitForExit(daemon, seconds: 60), "a daemon did not stop on SIGTERM")
+        }
+
+        // Exactly one verdict per upload and per line.
+        #expect(try await count("SELECT COUNT(*) FROM item WHERE kind = 'image' AND status = 'approved'") == Self.uploads)
+        #expect(try await count("SELECT COUNT(*) FROM item WHERE kind = 'text' AND status = 'blocked'")
+                == (0..<total).filter { $0 % 7 == 0 }.count)
+        #expect(try await count("SELECT COUNT(DISTINCT itemId) FROM event WHERE type = 'verdict'") == Self.uploads + total)
+        let twice = try await store.rows("find double verdicts", """
+            SELECT itemId, string_agg(stage || ' ' || toStatus || ' ' || to_char(at, 'HH24:MI:SS.MS'), '; ' ORDER BY seq) FROM event
+            WHERE type = 'verdict' GROUP BY itemId HAVING COUNT(*) > 1 LIMIT 5
+            """).map { try $0.decode((String, String).self) }
+        #expect(twice.isEmpty, "judged twice: \(twice)")
+        #expect(try await store.workLeases(now: Date()).isEmpty, "every claim was released or taken over")
+
+        // Every output once, nothing left behind.
+        let files = root.allFiles()
+        #expect(files.filter { $0.hasPrefix("approved/") }.count == Self.uploads)
+        #expect(files.filter { $0.hasPrefix("thumbnails/") }.count == Self.uploads)
+        #expect(files.filter { $0.hasPrefix("pending/") }.isEmpty, "\(files.filter { $0.hasPrefix("pending/") }.prefix(5))")
+        #expect(files.filter { $0.hasPrefix("queues/text/done/") }.count == Self.files)
+        #expect(files.filter { $0.contains(FileOps.tempMarker) }.isEmpty, "orphan temp files")
+        #expect(vision.problems.isEmpty)
+
+        // Both API servers answer alike (same store).
+        func get(_ port: Int, _ path: String) async throws -> (Int, Data) {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+            request.headers.add(name: "X-App-Token", value: "scale-token")
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            return (Int(response.status.code), Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+        }
+        for port in ports {
+            var healthy = false
+            let deadline = Date().addingTimeInterval(30)
+            while !healthy, Date() < deadline {
+                healthy = (try? await get(port, "/healthz").0) == 200
+                if !healthy { try await Task.sleep(nanoseconds: 100_000_000) }
+            }
+            try #require(healthy, "sluice serve on \(port) did not answer")
+        }
+        let paths = (0..<10).map { "/v1/items/user\(($0 * 31) % 20)/img\($0 * 31)" } + (0..<10).map { "/v1/items/q\($0 * 2_999)" }
+        for path in paths {
+            let (firstCode, first) = try await get(ports[0], path)
+            let (secondCode, second) = try await get(ports[1], path)
+            #expect(firstCode == 200 && secondCode == 200, "\(path): \(firstCode), \(secondCode)")
+            #expect(first == second, "\(path) differs between the API servers")
+        }
+        for server in servers { kill(server.processIdentifier, SIGTERM) }
+        for server in servers { #expect(await waitForExit(server, seconds: 30)) }
+        await store.close()
+    }
+}
