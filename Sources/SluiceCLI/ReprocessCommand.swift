@@ -37,6 +37,9 @@ struct ReprocessCommand: AsyncParsableCommand {
     @Flag(help: "Print what would change; write nothing.")
     var dryRun = false
 
+    @Option(help: "Items per batch: several `sluice reprocess` runs with the same arguments (on several hosts over one PostgreSQL store) each claim a batch at a time (default 1000; fixed when a run starts).")
+    var batchSize = 1_000
+
     @Option(help: "Images re-judged at once (default: concurrency.items, or vision.maxInFlight + 2 per CPU thread).")
     var concurrency: Int?
 
@@ -72,6 +75,7 @@ struct ReprocessCommand: AsyncParsableCommand {
         let embed = chosen.contains("embed")
         chosen.removeAll { $0 == "embed" }
         if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
+        guard (1...100_000).contains(batchSize) else { throw ValidationError("--batch-size must be 1...100000") }
 
         let services: Services
         do {
@@ -82,10 +86,15 @@ struct ReprocessCommand: AsyncParsableCommand {
         var summary = Reprocessor.Summary()
         summary.dryRun = dryRun
         if !chosen.isEmpty {
+            // The run's batch claims are renewed while it works (several hosts may share the run); a run on this host
+            // that was killed leaves claims that are freed first.
+            if !dryRun { await services.leases.releaseDeadLocalOwners() }
+            let heartbeat = Task { [leases = services.leases] in if !dryRun { await leases.heartbeat() } }
+            defer { heartbeat.cancel() }
             let renderer = ProgressRenderer(label: dryRun ? "dry run" : "reprocess")
             summary = try await services.reprocessor().run(
                 Reprocessor.Options(filter: filter, stages: chosen, dryRun: dryRun, concurrency: concurrency ?? config.itemsInFlight,
-                                    includeHumanDecisions: includeHumanDecisions)
+                                    includeHumanDecisions: includeHumanDecisions, batchSize: batchSize)
             ) { done, total in renderer.update(done: done, total: total) }
             renderer.finish()
         }

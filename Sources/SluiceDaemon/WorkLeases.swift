@@ -10,7 +10,7 @@ import SluiceCore
 /// `daemon.leaseSeconds`, renews its claims every third of that while it works, and releases each when done. A
 /// daemon that dies (`kill -9`, host lost) stops renewing: its claims expire and the next rescan of another daemon
 /// takes the work over, where the pipeline's crash guarantees finish it without judging anything twice.
-public actor WorkLeases {
+public actor WorkLeases: WorkClaims {
     /// Host, process and a random part (a restarted process is a new owner).
     public nonisolated let owner: String
     let store: any StatusStore

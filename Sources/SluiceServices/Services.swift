@@ -87,7 +87,7 @@ public struct Services: Sendable {
     }
 
     public func reprocessor() -> Reprocessor {
-        Reprocessor(store: store, images: images, texts: texts, maxBytes: config.limits.maxBytes, logger: pipelines.logger)
+        Reprocessor(store: store, images: images, texts: texts, maxBytes: config.limits.maxBytes, claims: leases, logger: pipelines.logger)
     }
 
     public var decisions: HumanDecisions {

@@ -3,7 +3,7 @@ import GRDB
 import SluiceCore
 
 extension SQLiteStore {
-    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) async throws(StoreError) -> ReprocessRunState {
+    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter, batchSize: Int) async throws(StoreError) -> ReprocessRunState {
         try await write("begin reprocess run") { db in
             let state = try String.fetchOne(db, sql: "SELECT state FROM reprocessRun WHERE runKey = ?", arguments: [runKey])
             if state == "running" {
@@ -16,8 +16,10 @@ extension SQLiteStore {
                            arguments: [runKey, arguments, Date()])
             // The snapshot is taken inside SQLite: no round trip of every id through Swift.
             let matching = try Self.request(filter).select(ItemRow.Columns.id).makePreparedRequest(db, forSingleResult: false).statement
-            try db.execute(sql: "INSERT INTO reprocessItem (runKey, itemId) SELECT ?, id FROM (\(matching.sql))",
-                           arguments: [runKey] + matching.arguments)
+            try db.execute(sql: """
+                INSERT INTO reprocessItem (runKey, itemId, batch)
+                SELECT ?, id, (ROW_NUMBER() OVER (ORDER BY id) - 1) / \(max(1, batchSize)) FROM (\(matching.sql))
+                """, arguments: [runKey] + matching.arguments)
             return ReprocessRunState(runKey: runKey, resumed: false, total: db.changesCount, done: 0)
         }
     }
@@ -33,6 +35,19 @@ extension SQLiteStore {
         try await read("read reprocess progress") { db in
             try String.fetchAll(db, sql: "SELECT itemId FROM reprocessItem WHERE runKey = ? AND NOT done ORDER BY itemId", arguments: [runKey])
                 .map(ItemID.init(rawValue:))
+        }
+    }
+
+    public func pendingReprocessBatches(runKey: String) async throws(StoreError) -> [Int] {
+        try await read("read reprocess progress") { db in
+            try Int.fetchAll(db, sql: "SELECT DISTINCT batch FROM reprocessItem WHERE runKey = ? AND NOT done ORDER BY batch", arguments: [runKey])
+        }
+    }
+
+    public func pendingReprocessItems(runKey: String, batch: Int) async throws(StoreError) -> [ItemID] {
+        try await read("read reprocess progress") { db in
+            try String.fetchAll(db, sql: "SELECT itemId FROM reprocessItem WHERE runKey = ? AND batch = ? AND NOT done ORDER BY itemId",
+                                arguments: [runKey, batch]).map(ItemID.init(rawValue:))
         }
     }
 

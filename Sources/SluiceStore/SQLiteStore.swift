@@ -367,6 +367,10 @@ public struct SQLiteStore: StatusStore {
                 t.column("until", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v14-reprocess-batches") { db in
+            try db.alter(table: "reprocessItem") { t in t.add(column: "batch", .integer).notNull().defaults(to: 0) }
+            try db.create(index: "reprocessItemBatch", on: "reprocessItem", columns: ["runKey", "batch"])
+        }
         return migrator
     }
 

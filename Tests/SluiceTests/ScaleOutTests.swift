@@ -155,4 +155,49 @@ struct ScaleOutTests {
         for server in servers { #expect(await waitForExit(server, seconds: 30)) }
         await store.close()
     }
+
+    /// `sluice reprocess` started twice at once with the same arguments splits the run's batches: every image is
+    /// re-judged exactly once, both processes do part of it, and the run is closed by the one that finishes last.
+    @Test func twoReprocessRunsSplitOneBacklog() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
+        location.schema = "split_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
+        let storeEntry = #""store": {"url": "postgres://\#(location.user)@\#(location.host):\#(location.port)/\#(location.database)?sslmode=\#(location.tls.rawValue)&schema=\#(try #require(location.schema))"}"#
+        let photos = TestEnvironment.fixtureFiles("images/photos")
+        let total = 60
+        for index in 0..<total {
+            let photo = photos[index % photos.count]
+            try root.drop(photo, user: "s", name: "p\(index).\(photo.pathExtension)")
+        }
+        let config = try root.writeConfigFile(endpoint: clean.endpoint, extra: storeEntry)
+        let judged = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
+        #expect(judged.status == 0, "\(judged.stderr)")
+
+        let slowBlock = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.1, then: .safeSearch(BacklogTests.blocked)) }
+        defer { slowBlock.stop() }
+        let blockConfig = try root.writeConfigFile(endpoint: slowBlock.endpoint, extra: storeEntry)
+        let arguments = ["reprocess", "--kind", "image", "--batch-size", "5", "--concurrency", "2", "--json", "--config", blockConfig.path]
+        async let first = shell(TestEnvironment.sluiceBinary, arguments)
+        async let second = shell(TestEnvironment.sluiceBinary, arguments)
+        let runs = try await [first, second]
+        var processed: [Int] = []
+        for run in runs {
+            #expect(run.status == 0, "\(run.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+            processed.append(summary["processed"] as? Int ?? -1)
+        }
+        #expect(processed.reduce(0, +) == total && processed.allSatisfy { $0 > 0 }, "each run's share: \(processed)")
+        #expect(slowBlock.received.count == total, "each image classified once, not \(slowBlock.received.count) times")
+
+        let store = try await PostgresStore(location, password: nil)
+        #expect(try await store.items(kind: .image).allSatisfy { $0.status == .blocked })
+        let twice = try await store.rows("find double reprocessing", """
+            SELECT itemId FROM event WHERE type = 'reprocess' GROUP BY itemId HAVING COUNT(*) <> 1
+            """).map { try $0.decode(String.self) }
+        #expect(twice.isEmpty, "re-judged other than once: \(twice)")
+        #expect(try await store.rows("read runs", "SELECT state FROM reprocessRun").map { try $0.decode(String.self) } == ["finished"])
+        await store.close()
+    }
 }

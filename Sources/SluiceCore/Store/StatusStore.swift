@@ -50,8 +50,14 @@ public protocol StatusStore: Sendable {
 
     /// Starts a run, or resumes the unfinished one with the same key: the item snapshot is taken once, so a
     /// resumed run processes exactly the items the first attempt did not finish.
-    func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) async throws(StoreError) -> ReprocessRunState
+    /// The snapshot is split into numbered batches of `batchSize` items (by id), the units several `sluice reprocess`
+    /// processes on several hosts claim.
+    func beginReprocess(runKey: String, arguments: String, filter: ItemFilter, batchSize: Int) async throws(StoreError) -> ReprocessRunState
     func pendingReprocessItems(runKey: String) async throws(StoreError) -> [ItemID]
+    /// The batches that still have items not done, in order.
+    func pendingReprocessBatches(runKey: String) async throws(StoreError) -> [Int]
+    /// One batch's items not done yet, by id.
+    func pendingReprocessItems(runKey: String, batch: Int) async throws(StoreError) -> [ItemID]
     func doneReprocessItems(runKey: String) async throws(StoreError) -> [ItemID]
     /// What text reprocessing needs without decoding whole rows.
     func textSnapshots(_ ids: [ItemID]) async throws(StoreError) -> [TextSnapshot]
@@ -253,6 +259,11 @@ extension StatusStore {
     public func markReceived(_ id: ItemID, kind: ItemKind, userId: String, contentHash: String?,
                              sourceBytes: Int?) async throws(StoreError) -> Item {
         try await markReceived(id, kind: kind, userId: userId, contentHash: contentHash, sourceBytes: sourceBytes, at: Date())
+    }
+
+    /// A run in batches of 1,000 items.
+    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) async throws(StoreError) -> ReprocessRunState {
+        try await beginReprocess(runKey: runKey, arguments: arguments, filter: filter, batchSize: 1_000)
     }
 
     public func recordVerdict(_ item: Item, stage: String? = nil) async throws(StoreError) {

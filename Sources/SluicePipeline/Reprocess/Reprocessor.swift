@@ -19,9 +19,12 @@ public struct Reprocessor: Sendable {
         public var dryRun: Bool
         public var concurrency: Int
         public var includeHumanDecisions: Bool
+        /// Items per batch (the unit each of several `sluice reprocess` processes claims); set when the run starts.
+        public var batchSize: Int
 
         public init(filter: ItemFilter, stages: [String] = Reprocessor.allStages, dryRun: Bool = false, concurrency: Int = 8,
-                    includeHumanDecisions: Bool = false) {
+                    includeHumanDecisions: Bool = false, batchSize: Int = 1_000) {
+            self.batchSize = batchSize
             self.filter = filter
             // The classifier judges what the filter allowed: re-running it re-runs the (deterministic) filter too.
             self.stages = stages.contains("classify-text") && !stages.contains("text") ? stages + ["text"] : stages
@@ -99,7 +102,13 @@ public struct Reprocessor: Sendable {
     let maxBytes: Int
     let logger: Logger
 
-    public init(store: any StatusStore, images: ImagePipeline, texts: TextPipeline, maxBytes: Int, logger: Logger) {
+    /// With claims, the run's batches are claimed one at a time, so `sluice reprocess` started on several hosts with
+    /// the same arguments splits the backlog between them (and a dead host's batch is taken over once its claim expires).
+    let claims: (any WorkClaims)?
+
+    public init(store: any StatusStore, images: ImagePipeline, texts: TextPipeline, maxBytes: Int, claims: (any WorkClaims)? = nil,
+                logger: Logger) {
+        self.claims = claims
         self.store = store
         self.images = images
         self.texts = texts
@@ -114,19 +123,52 @@ public struct Reprocessor: Sendable {
         var summary = Summary()
         summary.dryRun = options.dryRun
         summary.runKey = options.runKey
-        let ids: [ItemID]
+        let tracker: ProgressTracker
+        var processed = 0
         if options.dryRun {
-            ids = try await store.itemIDs(matching: options.filter)
+            let ids = try await store.itemIDs(matching: options.filter)
             summary.total = ids.count
+            tracker = ProgressTracker(total: summary.total, done: 0, report: progress)
+            try await process(ids, options: options, summary: &summary, tracker: tracker)
+            processed = ids.count
         } else {
-            let state = try await store.beginReprocess(runKey: options.runKey, arguments: "\(options)", filter: options.filter)
+            let state = try await store.beginReprocess(runKey: options.runKey, arguments: "\(options)", filter: options.filter,
+                                                       batchSize: options.batchSize)
             summary.resumed = state.resumed
             summary.total = state.total
             summary.alreadyDone = state.done
             if state.resumed { try await finishInterruptedFileSteps(runKey: options.runKey) }
-            ids = try await store.pendingReprocessItems(runKey: options.runKey)
+            tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
+            if let claims {
+                for batch in try await store.pendingReprocessBatches(runKey: options.runKey) {
+                    let unit = "reprocess:\(options.runKey):\(batch)"
+                    guard await claims.claim(unit) else { continue }
+                    let ids = try await store.pendingReprocessItems(runKey: options.runKey, batch: batch)
+                    try await process(ids, options: options, summary: &summary, tracker: tracker) { await claims.stillHolds(unit) }
+                    await claims.release(unit)
+                    processed += ids.count
+                }
+                // The last process to finish closes the run; batches others still hold keep it open for them.
+                if try await store.pendingReprocessItems(runKey: options.runKey).isEmpty {
+                    try await store.finishReprocess(runKey: options.runKey)
+                }
+            } else {
+                let ids = try await store.pendingReprocessItems(runKey: options.runKey)
+                try await process(ids, options: options, summary: &summary, tracker: tracker)
+                try await store.finishReprocess(runKey: options.runKey)
+                processed = ids.count
+            }
         }
-        let tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
+        summary.processed = processed
+        summary.seconds = (clock.now - started).milliseconds / 1000
+        summary.itemsPerSecond = summary.seconds > 0 ? Double(processed) / summary.seconds : 0
+        return summary
+    }
+
+    /// Re-judges `ids` in chunks of 500. `stillHeld` is asked before each chunk: false (another process took the
+    /// batch over) stops with `ClaimLost`.
+    private func process(_ ids: [ItemID], options: Options, summary: inout Summary, tracker: ProgressTracker,
+                         stillHeld: @Sendable () async -> Bool = { true }) async throws {
         // Texts are pipelined: a batch's commit (SQLite, mostly I/O) runs while the next batch is read and judged.
         // Batches still commit in order, one at a time, and images wait for the text commit before them.
         var committing: Task<Void, any Error>?
@@ -138,6 +180,10 @@ public struct Reprocessor: Sendable {
             guard let current = reading else { break }
             let snapshots = try await current.value
             reading = index + 1 < chunks.count ? Task { [next = chunks[index + 1]] in try await store.textSnapshots(next) } : nil
+            guard await stillHeld() else {
+                try await committing?.value
+                throw ClaimLost()
+            }
             let texts = snapshots.filter { $0.kind == .text }
             let updates = try await reprocessTexts(texts, options: options, summary: &summary)
             try await committing?.value
@@ -161,11 +207,11 @@ public struct Reprocessor: Sendable {
             try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
         }
         try await committing?.value
-        if !options.dryRun { try await store.finishReprocess(runKey: options.runKey) }
-        summary.processed = ids.count
-        summary.seconds = (clock.now - started).milliseconds / 1000
-        summary.itemsPerSecond = summary.seconds > 0 ? Double(ids.count) / summary.seconds : 0
-        return summary
+    }
+
+    /// Another process took a batch over while this one worked on it (this one's claim expired).
+    struct ClaimLost: Error, CustomStringConvertible {
+        var description: String { "another sluice reprocess took a batch of this run over (this one's claim expired); run it again to resume" }
     }
 
     /// A run killed between a commit and its deletions leaves files the committed rows no longer point at;

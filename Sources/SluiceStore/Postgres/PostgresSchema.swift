@@ -22,6 +22,10 @@ enum PostgresSchema {
                 "CREATE TABLE workLease (unit TEXT PRIMARY KEY, owner TEXT NOT NULL, until TIMESTAMPTZ NOT NULL)",
                 "CREATE INDEX workLeaseOwner ON workLease (owner)",
             ]),
+            Migration(version: 3, name: "reprocess-batches", statements: [
+                "ALTER TABLE reprocessItem ADD COLUMN batch BIGINT NOT NULL DEFAULT 0",
+                "CREATE INDEX reprocessItemBatch ON reprocessItem (runKey, batch)",
+            ]),
         ]
     }
 

@@ -3,7 +3,7 @@ import PostgresNIO
 import SluiceCore
 
 extension PostgresStore {
-    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter) async throws(StoreError) -> ReprocessRunState {
+    public func beginReprocess(runKey: String, arguments: String, filter: ItemFilter, batchSize: Int) async throws(StoreError) -> ReprocessRunState {
         let logger = logger
         return try await transaction("begin reprocess run") { connection in
             // Two hosts starting the same run at once: the second waits here and then resumes the first one's.
@@ -22,7 +22,11 @@ extension PostgresStore {
                 """, logger: logger)
             var snapshot = Self.select("id", filter)
             let key = snapshot.binds.count + 1
-            snapshot.sql = "INSERT INTO reprocessItem (runKey, itemId) SELECT $\(key), id FROM (\(snapshot.sql)) AS matching RETURNING 1"
+            snapshot.sql = """
+                INSERT INTO reprocessItem (runKey, itemId, batch)
+                SELECT $\(key), id, (ROW_NUMBER() OVER (ORDER BY id COLLATE "C") - 1) / \(max(1, batchSize)) FROM (\(snapshot.sql)) AS matching
+                RETURNING 1
+                """
             snapshot.binds.append(runKey)
             let total = try await connection.rows(snapshot, logger: logger).count
             return ReprocessRunState(runKey: runKey, resumed: false, total: total, done: 0)
@@ -39,12 +43,25 @@ extension PostgresStore {
 
     private func reprocessItems(runKey: String, done: Bool) async throws(StoreError) -> [ItemID] {
         let rows = try await rows("read reprocess progress",
-                                  "SELECT itemId FROM reprocessItem WHERE runKey = \(runKey) AND done = \(done) ORDER BY itemId")
+                                  "SELECT itemId FROM reprocessItem WHERE runKey = \(runKey) AND done = \(done) ORDER BY itemId COLLATE \"C\"")
         do {
             return try rows.map { ItemID(rawValue: try $0.decode(String.self)) }
         } catch {
             throw Self.storeError("read reprocess progress", error)
         }
+    }
+
+    public func pendingReprocessBatches(runKey: String) async throws(StoreError) -> [Int] {
+        let rows = try await rows("read reprocess progress",
+                                  "SELECT DISTINCT batch FROM reprocessItem WHERE runKey = \(runKey) AND NOT done ORDER BY batch")
+        do { return try rows.map { try $0.decode(Int.self) } } catch { throw Self.storeError("read reprocess progress", error) }
+    }
+
+    public func pendingReprocessItems(runKey: String, batch: Int) async throws(StoreError) -> [ItemID] {
+        let rows = try await rows("read reprocess progress", """
+            SELECT itemId FROM reprocessItem WHERE runKey = \(runKey) AND batch = \(Int64(batch)) AND NOT done ORDER BY itemId COLLATE "C"
+            """)
+        do { return try rows.map { ItemID(rawValue: try $0.decode(String.self)) } } catch { throw Self.storeError("read reprocess progress", error) }
     }
 
     public func textSnapshots(_ ids: [ItemID]) async throws(StoreError) -> [TextSnapshot] {
