@@ -43,6 +43,10 @@ enum SluiceBench {
             try await PDQBench.run()
             return
         }
+        if CommandLine.arguments.contains("--scale") {
+            try await ScaleBench.run()
+            return
+        }
         if CommandLine.arguments.contains("--rules") {
             try await RulesBench.run()
             return
