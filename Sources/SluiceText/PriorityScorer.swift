@@ -267,7 +267,7 @@ public struct PriorityScorer: Sendable {
         let band: String
         if urgency >= Self.highAt {
             band = "high"
-        } else if (benign && !t.has("request")) || (celebrating && !(request && (day || later))) || (calming && !day && !later)
+        } else if (benign && !t.has("request")) || (celebrating && !((request || t.has("deadline")) && (day || later))) || (calming && !day && !later)
                     || (hedged && !(request || day || later))
                     || (chatting && !contextAsks && !(day || immediate || blocking || emergency >= 25 || t.has("deadline"))) {
             band = "low"
@@ -276,7 +276,8 @@ public struct PriorityScorer: Sendable {
             // "any update??", "news?": as pressing as what it follows up — low after small talk, good news or a
             // plain remark, medium after a request, a deadline or a problem.
             let contextChats = c.map { $0.has("smalltalk") || $0.has("celebration") } ?? false
-            band = contextAsks ? "medium" : (contextChats || t.has("followup")) ? "low" : "medium"
+            let contextCalm = c.map { $0.sum("negative") < 0 && !($0.has("deadline") || $0.has("today") || $0.has("soon")) } ?? false
+            band = contextCalm ? "low" : contextAsks ? "medium" : (contextChats || t.has("followup")) ? "low" : "medium"
         } else if request || day || later || immediate || t.has("deadline") || blocking || emergency >= 15 || t.has("urgent")
                     || t.sum("escalation") >= 15 {
             band = "medium"
