@@ -101,8 +101,8 @@ import Testing
                                  logger: logger)
     }
 
-    /// heldout-4.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
-    static let heldOutFloor = 0.79
+    /// heldout-5.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
+    static let heldOutFloor = 0.71
 
     static func completion(_ content: String) -> String {
         let escaped = String(data: try! JSONEncoder().encode(content), encoding: .utf8)!
@@ -179,7 +179,7 @@ import Testing
     /// is never used for tuning; this only keeps a later change from losing what it measured.
     @Test func labelledSetsKeepTheirMeasuredAccuracy() async throws {
         let engine = RulesPriorityEngine(scorer: Self.scorer)
-        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("heldout-4", Self.heldOutFloor)] {
+        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("heldout-5", Self.heldOutFloor)] {
             let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
             var right = 0
             var swaps = 0
