@@ -70,7 +70,10 @@ struct WebhooksCommand: AsyncParsableCommand {
                 throw CLIError(message: "cannot start: \(error)")
             }
             guard let dispatcher = services.webhookDispatcher() else { throw CLIError(message: "no webhooks are configured (webhooks[] in pipeline.json)") }
-            let pass = await dispatcher.pass()
+            guard let pass = await dispatcher.passIfDispatcher() else {
+                print("a running daemon is dispatching the webhooks (it holds the claim); nothing done")
+                return
+            }
             print("queued \(pass.queued), delivered \(pass.delivered), retrying \(pass.retrying), failed \(pass.failed)")
         }
     }

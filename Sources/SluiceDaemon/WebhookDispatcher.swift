@@ -50,6 +50,9 @@ public struct WebhookDispatcher: Service {
     /// Records where each newly configured webhook starts (the present: it hears what happens from now on).
     /// `sluice run` calls this before any upload is judged, so nothing judged by this run is missed.
     public func register() async throws {
+        // With several daemons only the dispatcher (the claim's holder) writes cursors: one that wrote back a cursor
+        // it read before the holder advanced it would have the same changes queued twice.
+        if let leases, !(await leases.claim(Self.workUnit)) { return }
         for hook in webhooks {
             let cursor = try await store.webhookCursor(hook.name)
             try await store.enqueueWebhookDeliveries([], webhook: hook.name, cursor: cursor)
@@ -71,6 +74,15 @@ public struct WebhookDispatcher: Service {
     }
 
     static let workUnit = "webhooks"
+
+    /// One pass if this process may dispatch now (`sluice webhooks deliver` beside running daemons); nil when a
+    /// daemon's dispatcher holds the claim.
+    public func passIfDispatcher() async -> Pass? {
+        guard await leases?.claim(Self.workUnit) ?? true else { return nil }
+        let pass = await pass()
+        await leases?.release(Self.workUnit)
+        return pass
+    }
 
     /// Queues what is new and sends what is due, once.
     @discardableResult

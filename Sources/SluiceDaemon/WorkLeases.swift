@@ -11,7 +11,7 @@ import SluiceCore
 /// daemon that dies (`kill -9`, host lost) stops renewing: its claims expire and the next rescan of another daemon
 /// takes the work over, where the pipeline's crash guarantees finish it without judging anything twice.
 public actor WorkLeases: WorkClaims {
-    /// Host, process and a random part (a restarted process is a new owner).
+    /// Host name and machine (`ProcessIdentity`), process and a random part (a restarted process is a new owner).
     public nonisolated let owner: String
     let store: any StatusStore
     let seconds: Double
@@ -19,7 +19,8 @@ public actor WorkLeases: WorkClaims {
     private var held: Set<String> = []
 
     public init(store: any StatusStore, leaseSeconds: Double, logger: Logger) {
-        owner = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8).lowercased())"
+        owner = "\(ProcessInfo.processInfo.hostName)/\(ProcessIdentity.machine):\(ProcessInfo.processInfo.processIdentifier):"
+            + UUID().uuidString.prefix(8).lowercased()
         self.store = store
         seconds = leaseSeconds
         self.logger = logger
@@ -70,14 +71,12 @@ public actor WorkLeases: WorkClaims {
     /// taken over at once instead of when their leases expire. Claims of other hosts only expire.
     @discardableResult
     public func releaseDeadLocalOwners() async -> Int {
-        let host = ProcessInfo.processInfo.hostName
-        let me = ProcessInfo.processInfo.processIdentifier
         var freed = 0
         do {
             for (unit, holder) in try await store.workLeases(now: Date()) where holder != owner {
                 let parts = holder.split(separator: ":")
-                guard parts.count >= 3, parts.dropLast(2).joined(separator: ":") == host, let pid = Int32(parts[parts.count - 2]),
-                      pid != me, kill(pid, 0) != 0, errno == ESRCH else { continue }
+                guard parts.count >= 3, let machine = parts.dropLast(2).joined(separator: ":").split(separator: "/").last,
+                      let pid = Int32(parts[parts.count - 2]), ProcessIdentity.isDead(machine: String(machine), pid: pid) else { continue }
                 try await store.releaseWork(unit, owner: holder)
                 freed += 1
                 logger.notice("took over work of a daemon that stopped", metadata: ["unit": "\(unit)", "owner": "\(holder)"])

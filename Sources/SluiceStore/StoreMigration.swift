@@ -16,7 +16,7 @@ public enum StoreMigration {
     /// The tables copied, in an order that satisfies foreign keys; `seq` names an identity column to move past the
     /// copied values; `replace` for rows the target's migration already created.
     static let tables: [(name: String, seq: String?, replace: Bool)] = [
-        ("threadMemberErased", nil, false),
+        ("threadMemberErased", nil, false), // copied again (no-op): before the items, see `copy`
         ("event", "seq", false), ("reprocessRun", nil, false), ("reprocessItem", nil, false), ("report", nil, false),
         ("rateLimit", nil, false), ("metricsSnapshot", nil, false), ("erasure", "seq", false), ("webhookCursor", nil, false),
         ("webhookDelivery", nil, false), ("reviewer", nil, false), ("keyValue", nil, false), ("reviewClaim", nil, false),
@@ -31,6 +31,14 @@ public enum StoreMigration {
                             progress: @Sendable (String, Int) -> Void = { _, _ in }) async throws(StoreError) -> [TableCount] {
         guard try await target.rowCount("item") == 0 else {
             throw StoreError(operation: "migrate the store", message: "the target already holds items; migrate into a new database or schema")
+        }
+        // Users erased from threads first: the item triggers must not make them members again.
+        var erased: Int64 = 0
+        while true {
+            let page = try await source.exportRows("threadMemberErased", after: erased, limit: 2_000)
+            guard page.count > 0 else { break }
+            _ = try await target.importRows("threadMemberErased", json: page.json)
+            erased = page.last
         }
         let ids = try await source.itemIDs(matching: ItemFilter())
         var copied = 0

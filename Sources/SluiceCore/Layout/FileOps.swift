@@ -142,9 +142,9 @@ public enum FileOps {
         return data
     }
 
-    /// Who writes a temp file: host and process id (`{host}~{pid}`), so a sweep can tell a dead writer's file from
-    /// one another daemon is writing right now.
-    static let tempOwner = "\(ProcessInfo.processInfo.hostName.replacingOccurrences(of: "~", with: "-"))~\(getpid())"
+    /// Who writes a temp file: machine and process id (`{machine}~{pid}`, `ProcessIdentity`), so a sweep can tell a
+    /// dead writer's file from one another daemon is writing right now.
+    static var tempOwner: String { "\(ProcessIdentity.machine)~\(getpid())" }
 
     /// Deletes temp files a crash left behind under `folder` (recursively): those written on this host by a process
     /// that no longer runs, and any last written more than `olderThan` seconds ago (a writer on another host that
@@ -153,14 +153,13 @@ public enum FileOps {
         guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return 0 }
         var removed = 0
         let cutoff = Date().timeIntervalSince1970 - seconds
-        let host = ProcessInfo.processInfo.hostName.replacingOccurrences(of: "~", with: "-")
         for case let file as URL in enumerator {
             let name = file.lastPathComponent
             guard let marker = name.range(of: tempMarker) else { continue }
             let owner = name[marker.upperBound...].split(separator: "~")
             var orphan = false
-            if owner.count == 3, owner[0] == host, let pid = Int32(owner[1]) {
-                orphan = pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
+            if owner.count == 3, let pid = Int32(owner[1]) {
+                orphan = ProcessIdentity.isDead(machine: String(owner[0]), pid: pid)
             }
             if !orphan {
                 var info = stat()

@@ -15,7 +15,10 @@ extension Reprocessor {
         var move: StatusMove?
     }
 
-    func reprocessImages(_ items: [Item], options: Options, summary: inout Summary, tracker: ProgressTracker) async throws {
+    /// `stillHeld` is asked before each image's commit: false (another process took the batch over) leaves the
+    /// image to that process, and the image is counted as failed here ("claim lost").
+    func reprocessImages(_ items: [Item], options: Options, summary: inout Summary, tracker: ProgressTracker,
+                         stillHeld: @escaping @Sendable () async -> Bool = { true }) async throws {
         if items.isEmpty { return }
         let store = store
         let limit = max(1, options.concurrency)
@@ -29,7 +32,10 @@ extension Reprocessor {
                 }
                 group.addTask {
                     var result = await reprocess(item, options: options)
-                    if !options.dryRun {
+                    if !options.dryRun, !(await stillHeld()) {
+                        result.failure = "\(item.id): not recorded: another process took this batch over (claim lost)"
+                        result.move = nil
+                    } else if !options.dryRun {
                         do {
                             let changes = result.updated.map { [ReprocessChange(item: $0, from: item.status, stage: result.stageLabel, why: result.why)] } ?? []
                             try await store.commitReprocess(runKey: options.runKey, changes: changes, done: [item.id])

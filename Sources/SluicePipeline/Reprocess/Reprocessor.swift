@@ -103,7 +103,8 @@ public struct Reprocessor: Sendable {
     let logger: Logger
 
     /// With claims, the run's batches are claimed one at a time, so `sluice reprocess` started on several hosts with
-    /// the same arguments splits the backlog between them (and a dead host's batch is taken over once its claim expires).
+    /// the same arguments splits the backlog between them; each waits until every batch is done, taking over a dead
+    /// host's batch once its claim expires.
     let claims: (any WorkClaims)?
 
     public init(store: any StatusStore, images: ImagePipeline, texts: TextPipeline, maxBytes: Int, claims: (any WorkClaims)? = nil,
@@ -140,18 +141,28 @@ public struct Reprocessor: Sendable {
             if state.resumed { try await finishInterruptedFileSteps(runKey: options.runKey) }
             tracker = ProgressTracker(total: summary.total, done: summary.alreadyDone, report: progress)
             if let claims {
-                for batch in try await store.pendingReprocessBatches(runKey: options.runKey) {
-                    let unit = "reprocess:\(options.runKey):\(batch)"
-                    guard await claims.claim(unit) else { continue }
-                    let ids = try await store.pendingReprocessItems(runKey: options.runKey, batch: batch)
-                    try await process(ids, options: options, summary: &summary, tracker: tracker) { await claims.stillHolds(unit) }
-                    await claims.release(unit)
-                    processed += ids.count
+                // Until no batch is left: batches other processes hold are waited for, and one whose holder died is
+                // taken over once its claim expires (or at once, when that holder ran on this machine).
+                while case let batches = try await store.pendingReprocessBatches(runKey: options.runKey), !batches.isEmpty {
+                    var worked = false
+                    for batch in batches {
+                        let unit = "reprocess:\(options.runKey):\(batch)"
+                        guard await claims.claim(unit) else { continue }
+                        let ids = try await store.pendingReprocessItems(runKey: options.runKey, batch: batch)
+                        do {
+                            try await process(ids, options: options, summary: &summary, tracker: tracker) { await claims.stillHolds(unit) }
+                        } catch is ClaimLost {
+                            logger.warning("another process took a reprocess batch over; going on with the next", metadata: ["batch": "\(batch)"])
+                            continue
+                        }
+                        await claims.release(unit)
+                        processed += ids.count
+                        worked = true
+                    }
+                    if !worked { try await Task.sleep(for: .seconds(1)) }
                 }
-                // The last process to finish closes the run; batches others still hold keep it open for them.
-                if try await store.pendingReprocessItems(runKey: options.runKey).isEmpty {
-                    try await store.finishReprocess(runKey: options.runKey)
-                }
+                // Every batch is done (by whichever process): the run is closed (by each process that sees it).
+                try await store.finishReprocess(runKey: options.runKey)
             } else {
                 let ids = try await store.pendingReprocessItems(runKey: options.runKey)
                 try await process(ids, options: options, summary: &summary, tracker: tracker)
@@ -168,7 +179,7 @@ public struct Reprocessor: Sendable {
     /// Re-judges `ids` in chunks of 500. `stillHeld` is asked before each chunk: false (another process took the
     /// batch over) stops with `ClaimLost`.
     private func process(_ ids: [ItemID], options: Options, summary: inout Summary, tracker: ProgressTracker,
-                         stillHeld: @Sendable () async -> Bool = { true }) async throws {
+                         stillHeld: @escaping @Sendable () async -> Bool = { true }) async throws {
         // Texts are pipelined: a batch's commit (SQLite, mostly I/O) runs while the next batch is read and judged.
         // Batches still commit in order, one at a time, and images wait for the text commit before them.
         var committing: Task<Void, any Error>?
@@ -204,7 +215,7 @@ public struct Reprocessor: Sendable {
             try await committing?.value
             committing = nil
             let pictures = try await store.items(pictureIDs).sorted { $0.id < $1.id }
-            try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker)
+            try await reprocessImages(pictures, options: options, summary: &summary, tracker: tracker, stillHeld: stillHeld)
         }
         try await committing?.value
     }

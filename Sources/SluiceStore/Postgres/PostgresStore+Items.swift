@@ -261,7 +261,7 @@ extension PostgresStore {
     static func lockedItems(_ ids: [ItemID], on connection: PostgresConnection, logger: Logger) async throws -> [ItemID: Item] {
         guard !ids.isEmpty else { return [:] }
         let rows = try await connection.rows("""
-            SELECT \(unescaped: PostgresItemCodec.column) FROM item WHERE id = ANY(\(ids.map(\.rawValue))) ORDER BY id FOR UPDATE
+            SELECT \(unescaped: PostgresItemCodec.column) FROM item WHERE id = ANY(\(ids.map(\.rawValue))) ORDER BY id COLLATE "C" FOR UPDATE
             """, logger: logger)
         var found: [ItemID: Item] = [:]
         for item in try items(rows) { found[item.id] = item }

@@ -11,6 +11,9 @@ extension PostgresStore {
         let raw = ids.map(\.rawValue)
         let logger = self.logger
         return try await transaction("erase \(ids.count) items") { connection in
+            // The event feed's lock first, as every item writer takes it: erasing and writing items then never
+            // wait for each other's row locks in a cycle.
+            try await connection.lock(.events, logger: logger)
             try await connection.lock(.erasures, logger: logger)
             // In chunks of 500, each by id in byte order: the order SQLite reads them in, and the tombstones' order.
             var erased: [Item] = []
