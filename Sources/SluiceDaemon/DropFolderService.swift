@@ -65,8 +65,6 @@ public struct DropFolderService: Service {
     /// Processes a fixed list with at most `concurrency.items` in flight; returns how many were handled.
     func process(_ uploads: [PendingUpload]) async -> Int {
         let limit = config.itemsInFlight
-        let processor = processor
-        let leases = leases
         return await withTaskGroup(of: Void.self, returning: Int.self) { group in
             var inFlight = 0
             for upload in uploads {
@@ -74,7 +72,7 @@ public struct DropFolderService: Service {
                     await group.next()
                     inFlight -= 1
                 }
-                group.addTask { _ = await leases.with(upload.workUnit) { await processor.handle(upload, stillHeld: $0) } }
+                group.addTask { await handleClaimed(upload) }
                 inFlight += 1
             }
             await group.waitForAll()
@@ -84,7 +82,6 @@ public struct DropFolderService: Service {
 
     private func runWatching(scanner: PendingScanner, signals: AsyncStream<Void>) async throws {
         let limit = config.itemsInFlight
-        let processor = processor
         let leases = leases
         let active = ActivePaths()
         await withTaskGroup(of: Void.self) { group in
@@ -104,8 +101,7 @@ public struct DropFolderService: Service {
                         running -= 1
                     }
                     group.addTask {
-                        // Another daemon on the same folders may hold it: then it is left to that one.
-                        _ = await leases.with(upload.workUnit) { await processor.handle(upload, stillHeld: $0) }
+                        await handleClaimed(upload)
                         active.remove(upload.url.path)
                     }
                     running += 1
@@ -114,6 +110,12 @@ public struct DropFolderService: Service {
             // Graceful shutdown: no new uploads; in-flight ones finish.
             await group.waitForAll()
         }
+    }
+
+    /// Judges one upload while holding its claim; another daemon on the same folders that holds it keeps it.
+    func handleClaimed(_ upload: PendingUpload) async {
+        let processor = processor
+        _ = await leases.with(upload.workUnit) { await processor.handle(upload, stillHeld: $0) }
     }
 
     /// One signal now, one per inotify change, one every `seconds`.

@@ -67,10 +67,8 @@ public struct WebhookDispatcher: Service {
             let interval = interval
             _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
         }
-        if await leases?.claim(Self.workUnit) ?? true {
-            _ = await pass()
-            await leases?.release(Self.workUnit)
-        }
+        // A last pass, then the claim goes for another daemon to take.
+        _ = await passIfDispatcher()
     }
 
     static let workUnit = "webhooks"

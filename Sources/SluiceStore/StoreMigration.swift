@@ -13,10 +13,14 @@ public enum StoreMigration {
         public var matches: Bool { source == target }
     }
 
-    /// The tables copied, in an order that satisfies foreign keys; `seq` names an identity column to move past the
-    /// copied values; `replace` for rows the target's migration already created.
-    static let tables: [(name: String, seq: String?, replace: Bool)] = [
-        ("threadMemberErased", nil, false), // copied again (no-op): before the items, see `copy`
+    typealias Table = (name: String, seq: String?, replace: Bool)
+
+    /// Copied before the items: users erased from threads, so the item triggers do not make them members again.
+    static let beforeItems: [Table] = [("threadMemberErased", nil, false)]
+
+    /// Copied after the items, in an order that satisfies foreign keys; `seq` names an identity column to move past
+    /// the copied values; `replace` for rows the target's migration already created.
+    static let afterItems: [Table] = [
         ("event", "seq", false), ("reprocessRun", nil, false), ("reprocessItem", nil, false), ("report", nil, false),
         ("rateLimit", nil, false), ("metricsSnapshot", nil, false), ("erasure", "seq", false), ("webhookCursor", nil, false),
         ("webhookDelivery", nil, false), ("reviewer", nil, false), ("keyValue", nil, false), ("reviewClaim", nil, false),
@@ -32,24 +36,7 @@ public enum StoreMigration {
         guard try await target.rowCount("item") == 0 else {
             throw StoreError(operation: "migrate the store", message: "the target already holds items; migrate into a new database or schema")
         }
-        // Users erased from threads first: the item triggers must not make them members again.
-        var erased: Int64 = 0
-        while true {
-            let page = try await source.exportRows("threadMemberErased", after: erased, limit: 2_000)
-            guard page.count > 0 else { break }
-            _ = try await target.importRows("threadMemberErased", json: page.json)
-            erased = page.last
-        }
-        let ids = try await source.itemIDs(matching: ItemFilter())
-        var copied = 0
-        for chunk in ids.chunked(1_000) {
-            let items = try await source.items(Array(chunk))
-            try await target.importItems(items)
-            copied += items.count
-            progress("item", copied)
-        }
-        var counts = [TableCount(table: "item", source: try await source.rowCount("item"), target: try await target.rowCount("item"))]
-        for table in tables {
+        func copyTable(_ table: Table) async throws(StoreError) -> TableCount {
             var after: Int64 = 0
             var written = 0
             while true {
@@ -60,9 +47,20 @@ public enum StoreMigration {
                 progress(table.name, written)
             }
             if let seq = table.seq { try await target.resetIdentity(table.name, column: seq) }
-            counts.append(TableCount(table: table.name, source: try await source.rowCount(table.name),
-                                     target: try await target.rowCount(table.name)))
+            return TableCount(table: table.name, source: try await source.rowCount(table.name), target: try await target.rowCount(table.name))
         }
+        var early: [TableCount] = []
+        for table in beforeItems { early.append(try await copyTable(table)) }
+        let ids = try await source.itemIDs(matching: ItemFilter())
+        var copied = 0
+        for chunk in ids.chunked(1_000) {
+            let items = try await source.items(Array(chunk))
+            try await target.importItems(items)
+            copied += items.count
+            progress("item", copied)
+        }
+        var counts = [TableCount(table: "item", source: try await source.rowCount("item"), target: try await target.rowCount("item"))] + early
+        for table in afterItems { counts.append(try await copyTable(table)) }
         return counts
     }
 }

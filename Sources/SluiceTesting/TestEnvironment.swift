@@ -86,9 +86,8 @@ public final class TemporaryDataRoot: Sendable {
 
     /// The `store` entry of a config file for this root (empty: the SQLite default).
     var storeConfigEntry: String {
-        guard let location = storeLocation, let schema = location.schema else { return "" }
-        return ",\n  \"store\": { \"url\": \"postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)"
-            + "?sslmode=\(location.tls.rawValue)&schema=\(schema)&maxConnections=2\" }"
+        guard let location = storeLocation else { return "" }
+        return ",\n  \"store\": { \"url\": \"\(location.url)\" }"
     }
 
     /// Writes config JSON for the CLI; returns its path.

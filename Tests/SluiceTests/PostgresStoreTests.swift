@@ -117,7 +117,7 @@ struct StoreMigrationTests {
 
         var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
         location.schema = "m_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
-        let target = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)?sslmode=\(location.tls.rawValue)&schema=\(try #require(location.schema))"
+        let target = location.url
         let run = try await shell(TestEnvironment.sluiceBinary, ["store", "migrate", "--from", "sqlite:\(path.path)", "--to", target, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: String]])

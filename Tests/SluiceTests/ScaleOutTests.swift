@@ -27,10 +27,10 @@ struct ScaleOutTests {
         defer { vision.stop() }
         var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
         location.schema = "scale_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
-        let storeURL = "postgres://\(location.user)@\(location.host):\(location.port)/\(location.database)"
-            + "?sslmode=\(location.tls.rawValue)&schema=\(try #require(location.schema))&maxConnections=4"
+        var daemonLocation = location
+        daemonLocation.maxConnections = 4
         let config = try root.writeConfigFile(endpoint: vision.endpoint, extra: """
-            "store": {"url": "\(storeURL)"}, "daemon": {"rescanSeconds": 1, "leaseSeconds": 10}
+            "store": {"url": "\(daemonLocation.url)"}, "daemon": {"rescanSeconds": 1, "leaseSeconds": 10}
             """)
         let store = try await PostgresStore(location, password: nil)
 
@@ -164,7 +164,7 @@ struct ScaleOutTests {
         defer { clean.stop() }
         var location = try PostgresLocation(url: try #require(StoreBackend.postgresURL))
         location.schema = "split_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
-        let storeEntry = #""store": {"url": "postgres://\#(location.user)@\#(location.host):\#(location.port)/\#(location.database)?sslmode=\#(location.tls.rawValue)&schema=\#(try #require(location.schema))"}"#
+        let storeEntry = #""store": {"url": "\#(location.url)"}"#
         let photos = TestEnvironment.fixtureFiles("images/photos")
         let total = 60
         for index in 0..<total {

@@ -102,6 +102,20 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The `store.url` naming this location (never a password): `PostgresLocation(url: location.url) == location`.
+    public var url: String {
+        var components = URLComponents()
+        components.scheme = "postgres"
+        components.user = user
+        components.host = host
+        components.port = port
+        components.path = "/" + database
+        components.queryItems = [URLQueryItem(name: "sslmode", value: tls.rawValue)]
+            + (schema.map { [URLQueryItem(name: "schema", value: $0)] } ?? [])
+            + [URLQueryItem(name: "maxConnections", value: "\(maxConnections)")]
+        return components.string ?? description
+    }
+
     /// The URL without secrets, for logs and errors.
     public var description: String {
         "postgres://\(user)@\(host):\(port)/\(database)" + (schema.map { " (schema \($0))" } ?? "")

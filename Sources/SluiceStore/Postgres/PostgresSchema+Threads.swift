@@ -114,6 +114,22 @@ extension PostgresSchema {
         $$
         """,
 
+        // A line's recipient and `members` list join its conversation, unless erased (both member triggers).
+        """
+        CREATE FUNCTION threadAddNamedMembers(conversation TEXT, recipient TEXT, members TEXT) RETURNS void
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO threadMember (conversationId, userId)
+                SELECT conversation, recipient WHERE recipient IS NOT NULL
+                    AND recipient NOT IN (SELECT userId FROM threadMemberErased)
+                ON CONFLICT DO NOTHING;
+            INSERT INTO threadMember (conversationId, userId)
+                SELECT conversation, listed FROM threadMemberNames(members) AS listed
+                WHERE listed NOT IN (SELECT userId FROM threadMemberErased)
+                ON CONFLICT DO NOTHING;
+        END
+        $$
+        """,
         // Members come from lines that were judged (not rejected): their sender, recipient and `members` list.
         // A user erased with erase-user is not made a member again by other people's lines (threadMemberErased)
         // until they send a line themselves.
@@ -122,14 +138,7 @@ extension PostgresSchema {
         BEGIN
             DELETE FROM threadMemberErased WHERE userId = NEW.userId;
             INSERT INTO threadMember (conversationId, userId) VALUES (NEW.conversationId, NEW.userId) ON CONFLICT DO NOTHING;
-            INSERT INTO threadMember (conversationId, userId)
-                SELECT NEW.conversationId, NEW.recipientId WHERE NEW.recipientId IS NOT NULL
-                    AND NEW.recipientId NOT IN (SELECT userId FROM threadMemberErased)
-                ON CONFLICT DO NOTHING;
-            INSERT INTO threadMember (conversationId, userId)
-                SELECT NEW.conversationId, listed FROM threadMemberNames(NEW.members) AS listed
-                WHERE listed NOT IN (SELECT userId FROM threadMemberErased)
-                ON CONFLICT DO NOTHING;
+            PERFORM threadAddNamedMembers(NEW.conversationId, NEW.recipientId, NEW.members);
             RETURN NULL;
         END
         $$
@@ -145,14 +154,7 @@ extension PostgresSchema {
             INSERT INTO threadMember (conversationId, userId)
                 SELECT NEW.conversationId, NEW.userId WHERE NEW.userId NOT IN (SELECT userId FROM threadMemberErased)
                 ON CONFLICT DO NOTHING;
-            INSERT INTO threadMember (conversationId, userId)
-                SELECT NEW.conversationId, NEW.recipientId WHERE NEW.recipientId IS NOT NULL
-                    AND NEW.recipientId NOT IN (SELECT userId FROM threadMemberErased)
-                ON CONFLICT DO NOTHING;
-            INSERT INTO threadMember (conversationId, userId)
-                SELECT NEW.conversationId, listed FROM threadMemberNames(NEW.members) AS listed
-                WHERE listed NOT IN (SELECT userId FROM threadMemberErased)
-                ON CONFLICT DO NOTHING;
+            PERFORM threadAddNamedMembers(NEW.conversationId, NEW.recipientId, NEW.members);
             RETURN NULL;
         END
         $$

@@ -3,7 +3,7 @@ import PostgresNIO
 import SluiceCore
 
 /// Writing rows exported from another store, for `sluice store migrate` (`StoreMigration`). Table names come from
-/// `StoreMigration.tables`, never from input.
+/// `StoreMigration.beforeItems` and `afterItems`, never from input.
 extension PostgresStore {
     /// Inserts a JSON array of rows (lower-case keys) into `table`; a row whose key exists is skipped, or replaced
     /// with `replace`. Returns how many rows were written.

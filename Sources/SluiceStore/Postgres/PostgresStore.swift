@@ -53,15 +53,11 @@ public struct PostgresStore: StatusStore {
         let operation = "connect to \(location)"
         do {
             let tls: PostgresConnection.Configuration.TLS
-            switch location.tls {
-            case .disable: tls = .disable
-            case .prefer, .require:
-                var unchecked = TLSConfiguration.makeClientConfiguration()
-                unchecked.certificateVerification = .none
-                let context = try NIOSSLContext(configuration: unchecked)
-                tls = location.tls == .prefer ? .prefer(context) : .require(context)
-            case .verifyFull:
-                tls = .require(try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration()))
+            switch tlsSettings(location.tls) {
+            case nil: tls = .disable
+            case let (settings, required)?:
+                let context = try NIOSSLContext(configuration: settings)
+                tls = required ? .require(context) : .prefer(context)
             }
             var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
                                                                  password: password, database: location.database, tls: tls)
@@ -73,18 +69,25 @@ public struct PostgresStore: StatusStore {
         }
     }
 
+    /// What a TLS mode asks of a connection, as libpq's sslmode: nil for plain TCP; otherwise the TLS settings
+    /// (`prefer` and `require` encrypt without checking the server's certificate, `verify-full` checks it and the
+    /// host name) and whether TLS is required.
+    static func tlsSettings(_ mode: PostgresLocation.TLSMode) -> (settings: TLSConfiguration, required: Bool)? {
+        var settings = TLSConfiguration.makeClientConfiguration()
+        switch mode {
+        case .disable: return nil
+        case .prefer, .require:
+            settings.certificateVerification = .none
+            return (settings, mode == .require)
+        case .verifyFull: return (settings, true)
+        }
+    }
+
     static func configuration(_ location: PostgresLocation, password: String?, readOnly: Bool) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
-        switch location.tls {
-        case .disable:
-            tls = .disable
-        case .prefer, .require:
-            // As libpq's sslmode: encrypted, the server's certificate not checked.
-            var unchecked = TLSConfiguration.makeClientConfiguration()
-            unchecked.certificateVerification = .none
-            tls = location.tls == .prefer ? .prefer(unchecked) : .require(unchecked)
-        case .verifyFull:
-            tls = .require(TLSConfiguration.makeClientConfiguration())
+        switch tlsSettings(location.tls) {
+        case nil: tls = .disable
+        case let (settings, required)?: tls = required ? .require(settings) : .prefer(settings)
         }
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.user,
                                                          password: password, database: location.database, tls: tls)
