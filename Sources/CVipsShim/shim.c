@@ -40,14 +40,34 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
 }
 
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile) {
+                                 const char *loader_options, int has_icc_profile, int jpeg_shrink) {
     /* Only an embedded profile needs the (costly, per-pixel) ICC transform; without one the pixels are
      * taken as sRGB already and anything else is converted by sluice_vips_to_srgb afterwards. */
-    if (has_icc_profile)
+    const char *profile = has_icc_profile ? "srgb" : NULL;
+    if (jpeg_shrink > 1) {
+        /* libvips' thumbnail leaves a factor of two for its final reduction, so a 12 MP photo fitted into
+         * 1920 px is decoded at full size. libjpeg's DCT-domain shrink gives the same result from a quarter of
+         * the pixels (as sharp's default fastShrinkOnLoad does); the Lanczos reduction then does the rest,
+         * turning upright and exporting sRGB as before. */
+        int fail_on = VIPS_FAIL_ON_WARNING;
+        const char *nick = loader_options ? strstr(loader_options, "fail_on=") : NULL;
+        if (nick && (fail_on = vips_enum_from_nick("sluice", VIPS_TYPE_FAIL_ON, nick + strlen("fail_on="))) < 0)
+            return -1;
+        VipsImage *loaded = NULL;
+        if (vips_jpegload_buffer((void *) buf, len, &loaded, "shrink", jpeg_shrink, "fail_on", fail_on,
+                                 "access", VIPS_ACCESS_SEQUENTIAL, NULL))
+            return -1;
+        int result = profile
+            ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, "export_profile", profile, NULL)
+            : vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+        g_object_unref(loaded);
+        return result;
+    }
+    if (profile)
         return vips_thumbnail_buffer((void *) buf, len, out, width,
                                      "height", height,
                                      "size", VIPS_SIZE_DOWN,
-                                     "export_profile", "srgb",
+                                     "export_profile", profile,
                                      "option_string", loader_options,
                                      NULL);
     return vips_thumbnail_buffer((void *) buf, len, out, width,

@@ -33,19 +33,22 @@ struct RunCommand: AsyncParsableCommand {
             throw CLIError(message: "cannot start: \(error)")
         }
         let daemon = services.daemon(mode: once ? .once : .watch)
+        // Every member is named: without a name ServiceLifecycle describes the service by reflecting over all
+        // it holds (wordlists, the filter's tables), which took half of `sluice run`'s start.
         var members: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
-            .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: MetricsSnapshot.source(process: "daemon"), logger: logger)),
+            .init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "daemon"),
+            .init(service: MetricsPublisher(registry: registry, store: daemon.store, source: MetricsSnapshot.source(process: "daemon"), logger: logger),
+                  serviceName: "metrics"),
         ]
         // Webhooks are sent by the daemon: in watch mode continuously, with --once one pass after the uploads.
         if let webhooks = services.webhookDispatcher() {
             do { try await webhooks.register() } catch { throw CLIError(message: "cannot start the webhooks: \(error)") }
-            members.append(.init(service: webhooks))
+            members.append(.init(service: webhooks, serviceName: "webhooks"))
         }
         // Vectors for smart search, computed as messages are approved (threads.embeddings).
         if let indexer = services.embeddingIndexer() {
             members.append(.init(service: EmbeddingService(indexer: indexer, interval: .milliseconds(config.threads.embeddings.intervalMilliseconds),
-                                                           drain: once, logger: logger)))
+                                                           drain: once, logger: logger), serviceName: "embeddings"))
         }
         let group = ServiceGroup(configuration: .init(
             services: members,

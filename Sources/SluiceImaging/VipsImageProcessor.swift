@@ -126,8 +126,11 @@ public struct VipsImageProcessor: ImageProcessor {
 
         // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
         var decoded: UnsafeMutablePointer<VipsImage>?
+        let jpegShrink = format == .jpeg ? Self.jpegShrink(longSide: max(Int(header.pointee.Xsize), Int(header.pointee.Ysize)),
+                                                            maxSide: options.maxSide) : 1
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
-                                           Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)", sluice_vips_has_icc(header)) == 0, let decoded
+                                           Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
+                                           sluice_vips_has_icc(header), Int32(jpegShrink)) == 0, let decoded
         else { throw decodeError(format) }
         var current = decoded
         var handedOver = false
@@ -149,6 +152,12 @@ public struct VipsImageProcessor: ImageProcessor {
         current = memory
         handedOver = true
         return (current, exif)
+    }
+
+    /// The largest libjpeg DCT shrink (8, 4 or 2) that still leaves the long side at least `maxSide`, so the
+    /// Lanczos reduction after it only ever shrinks; 1 when the image is less than twice the target.
+    static func jpegShrink(longSide: Int, maxSide: Int) -> Int {
+        [8, 4, 2].first { longSide / $0 >= maxSide } ?? 1
     }
 
     // MARK: - Helpers

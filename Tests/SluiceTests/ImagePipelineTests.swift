@@ -65,7 +65,9 @@ import Testing
         #expect(size.width == 1024 && size.height == 683)
     }
 
-    @Test func everyOrientationIsRotatedUpright() async throws {
+    /// At 1920 px the 1800 px fixtures are decoded whole; at 400 px libjpeg decodes them at a quarter first
+    /// (shrink-on-load) and the rotation comes after: both must be upright, the right size, and look the same.
+    @Test(arguments: [1920, 400]) func everyOrientationIsRotatedUpright(maxSide: Int) async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
         defer { server.stop() }
@@ -74,21 +76,45 @@ import Testing
                 try root.drop(TestEnvironment.fixture("images/orientation/\(shape)_\(n).jpg"), user: "orient", name: "\(shape)_\(n).jpg")
             }
         }
-        let store = try await runOnce(root, server: server)
+        let store = try await runOnce(root, server: server) { $0.output.maxSide = maxSide }
         for shape in ["Landscape", "Portrait"] {
             let reference = try read(TestEnvironment.fixture("images/orientation/\(shape)_1.jpg"))
-            let referenceSize = try #require(JPEGInspector.dimensions(reference))
+            let upright = try #require(JPEGInspector.dimensions(reference))
+            let scale = min(1, Double(maxSide) / Double(max(upright.width, upright.height)))
+            let expected = (width: Int((Double(upright.width) * scale).rounded()), height: Int((Double(upright.height) * scale).rounded()))
             for n in 0...8 {
                 let item = try #require(try await store.item("orient/\(shape)_\(n)"))
                 #expect(item.status == .approved, "\(shape)_\(n): \(item.reason ?? "")")
                 let output = try read(root.file("approved/orient/\(shape)_\(n).jpg"))
                 let size = try #require(JPEGInspector.dimensions(output))
-                #expect(size.width == referenceSize.width && size.height == referenceSize.height, "\(shape)_\(n) is \(size)")
+                #expect(size.width == expected.width && size.height == expected.height, "\(shape)_\(n) is \(size) at \(maxSide) px")
                 let difference = try PixelComparison.meanAbsoluteDifference(output, reference)
                 #expect(difference < 6, "\(shape)_\(n) differs from \(shape)_1 by \(difference)")
                 if n >= 2 { #expect(item.exif?.orientation == n, "\(shape)_\(n) recorded \(String(describing: item.exif))") }
             }
         }
+    }
+
+    /// A photo with an embedded (Adobe RGB) profile comes out with the same colours whether libjpeg decodes it
+    /// at half size first (fitting 200 px) or whole (fitting 400 px): the profile is applied on both paths.
+    @Test func iccPhotoDecodedAtAFractionKeepsItsColours() async throws {
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let source = TestEnvironment.fixture("images/photos/rocket.jpg")
+        var outputs: [Data] = []
+        for maxSide in [200, 400] {
+            let root = try TemporaryDataRoot()
+            try root.drop(source, user: "u1", name: "rocket.jpg")
+            let store = try await runOnce(root, server: server) { $0.output.maxSide = maxSide }
+            #expect(try await store.item("u1/rocket")?.status == .approved)
+            let approved = try read(root.file("approved/u1/rocket.jpg"))
+            #expect(JPEGInspector.dimensions(approved).map { max($0.width, $0.height) } == maxSide)
+            #expect(JPEGInspector.metadataSegments(approved).isEmpty)
+            outputs.append(approved)
+        }
+        // Without the profile applied the colours move by ~5.7 per channel on average.
+        let difference = try PixelComparison.meanAbsoluteDifference(outputs[0], outputs[1])
+        #expect(difference < 2, "the half-size decode differs from the whole one by \(difference)")
     }
 
     @Test func exifEdgeCasesLeaveNoMetadataInOutputs() async throws {

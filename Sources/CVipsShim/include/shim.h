@@ -16,9 +16,11 @@ const char *sluice_vips_loader(const void *buf, size_t len);
 VipsImage *sluice_vips_open_header(const void *buf, size_t len);
 
 /* The one decode: shrink-on-load to fit width x height (only ever down), auto-rotate by EXIF orientation,
- * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". */
+ * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". A JPEG with
+ * `jpeg_shrink` 2, 4 or 8 (the caller picks the largest that leaves the long side at least `width`) is decoded
+ * at that fraction by libjpeg, then fitted by vips_thumbnail_image; 1 leaves it all to vips_thumbnail. */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile);
+                                 const char *loader_options, int has_icc_profile, int jpeg_shrink);
 
 /* Whether the image carries an embedded ICC profile. */
 int sluice_vips_has_icc(VipsImage *in);
