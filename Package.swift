@@ -93,6 +93,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], exclude: ["openapi.json"], resources: [.copy("Console/Resources")]),
         // The composition root: the only target that names concrete adapters, store and processor.
@@ -109,7 +110,7 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
-        .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
+        .executableTarget(name: "sluice", dependencies: ["SluiceCLI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceImaging", "SluicePipeline", "SluiceTesting"],
                           path: "Benchmarks/sluice-bench", swiftSettings: hashMatching),
 

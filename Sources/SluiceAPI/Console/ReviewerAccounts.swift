@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdBcrypt
+import NIOPosix
 import SluiceCore
 
 /// Reviewer accounts for the console: bcrypt-hashed passwords (HummingbirdBcrypt), roles, disabling.
@@ -30,7 +31,7 @@ public struct ReviewerAccounts: Sendable {
     public func add(_ name: String, role: Reviewer.Role, password: String, at date: Date = Date()) async throws -> Reviewer {
         if let problem = Reviewer.problem(with: name) { throw Failure(message: problem) }
         if let problem = Self.passwordProblem(password) { throw Failure(message: problem) }
-        let reviewer = Reviewer(name: name, role: role, passwordHash: Bcrypt.hash(password, cost: cost), createdAt: date)
+        let reviewer = Reviewer(name: name, role: role, passwordHash: try await hash(password), createdAt: date)
         guard try await store.addReviewer(reviewer) else { throw Failure(message: "a reviewer named \(name) already exists") }
         return reviewer
     }
@@ -38,7 +39,7 @@ public struct ReviewerAccounts: Sendable {
     public func resetPassword(_ name: String, to password: String) async throws {
         if let problem = Self.passwordProblem(password) { throw Failure(message: problem) }
         var reviewer = try await existing(name)
-        reviewer.passwordHash = Bcrypt.hash(password, cost: cost)
+        reviewer.passwordHash = try await hash(password)
         // Sessions carry a fingerprint of the hash they were opened with, so this signs the reviewer out everywhere.
         _ = try await store.updateReviewer(reviewer)
     }
@@ -53,11 +54,19 @@ public struct ReviewerAccounts: Sendable {
     /// so timing does not tell which names exist.
     public func verify(_ name: String, password: String) async throws -> Reviewer? {
         guard Reviewer.problem(with: name) == nil, let reviewer = try await store.reviewer(named: name) else {
-            _ = Bcrypt.hash(password, cost: cost)
+            _ = try await hash(password)
             return nil
         }
-        guard Bcrypt.verify(password, hash: reviewer.passwordHash), !reviewer.disabled else { return nil }
+        let hash = reviewer.passwordHash
+        guard try await NIOThreadPool.singleton.runIfActive({ Bcrypt.verify(password, hash: hash) }), !reviewer.disabled else { return nil }
         return reviewer
+    }
+
+    /// bcrypt is slow on purpose (a quarter of a second at cost 12): it runs on NIO's pool for blocking work, never
+    /// on the threads that serve requests (under `sluice serve` those are the event loops).
+    private func hash(_ password: String) async throws -> String {
+        let cost = cost
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
     }
 
     func existing(_ name: String) async throws -> Reviewer {
