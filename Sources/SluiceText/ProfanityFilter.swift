@@ -220,7 +220,8 @@ public struct ProfanityFilter: Sendable {
     private func lookupMasked(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
-        guard end - start >= 3 else { return nil }
+        // Almost no word has a '*' inside: it is looked for before anything is copied.
+        guard end - start >= 3, tokens.chars[(start + 1)..<(end - 1)].contains(0x2A) else { return nil }
         var chars = Array(tokens.chars[start..<end])
         let slots = chars.indices.filter { chars[$0] == 0x2A }
         // Masks inside the word only: a star at either end is emphasis ("*hit*", "*sigh*"), not a hidden letter.
