@@ -182,13 +182,15 @@ public struct PriorityScorer: Sendable {
         }
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
         if let now = Self.clockNow(words) {
-            for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1])
-                && (Self.isClockTime(words[index]) || words[index] == "noon" || words[index] == "midnight") {
-                guard let due = Self.clockMinutes(words[index]) else { continue }
+            for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1]) {
+                let spoken = Self.spokenClock(words, at: index, now: now)
+                guard spoken != nil || Self.isClockTime(words[index]) || words[index] == "noon" || words[index] == "midnight",
+                      let due = spoken?.minutes ?? Self.clockMinutes(words[index]) else { continue }
                 let ahead = ((due - now) % 720 + 720) % 720
                 if ahead > 0 && ahead <= 60 {
                     signals.minutes = min(signals.minutes ?? .max, ahead)
-                    add(25, "deadline", "deadline: \(words[index - 1]) \(words[index]), \(ahead) min from now")
+                    let said = words[index..<(index + (spoken?.wordCount ?? 1))].joined(separator: " ")
+                    add(25, "deadline", "deadline: \(words[index - 1]) \(said), \(ahead) min from now")
                 }
             }
         }
@@ -414,14 +416,40 @@ public struct PriorityScorer: Sendable {
         return isNumber(word) ? Int(word) ?? 99_999 : numberWords[word]
     }
 
-    /// The time now when the message says it ("it's 2:40", "its 5:50", "2:40 now"), as minutes past 12.
+    /// The time now when the message says it ("it's 2:40", "its 5:50", "2:40 now", "it's quarter to four"), as
+    /// minutes past 12.
     static func clockNow(_ words: [String]) -> Int? {
         for index in words.indices where isClockTime(words[index]) && words[index].count >= 3 {
             let before = index > 0 && nowWords.contains(words[index - 1])
             let after = index + 1 < words.count && words[index + 1] == "now"
             if before || after { return clockMinutes(words[index]) }
         }
+        for index in words.indices.dropFirst() where nowWords.contains(words[index - 1]) {
+            if let spoken = spokenClock(words, at: index, now: nil) { return spoken.minutes }
+        }
         return nil
+    }
+
+    /// Hours written as words, for "quarter to four".
+    static let hourWords: [String: Int] = ["one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                                           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12]
+
+    /// A time said in words, as minutes past 12: "quarter to four", "half past 3", "quarter past twelve"; without the
+    /// hour ("the cut-off is half past") it is the half or quarter of the hour it is `now`.
+    static func spokenClock(_ words: [String], at index: Int, now: Int?) -> (minutes: Int, wordCount: Int)? {
+        guard index + 1 < words.count, let offset = ["quarter": 15, "half": 30][words[index]] else { return nil }
+        let before = words[index + 1] == "to"
+        guard before || words[index + 1] == "past", !(before && offset == 30) else { return nil }
+        let named = index + 2 < words.count ? hourWords[words[index + 2]] ?? Int(words[index + 2]).flatMap { (1...12).contains($0) ? $0 : nil } : nil
+        let hourStart: Int
+        if let named {
+            hourStart = (named % 12) * 60
+        } else if let now {
+            hourStart = now / 60 * 60 + (before ? 60 : 0)
+        } else {
+            return nil
+        }
+        return (((before ? hourStart - offset : hourStart + offset) % 720 + 720) % 720, named == nil ? 2 : 3)
     }
 
     /// Minutes past 12 (o'clock on a 12-hour dial) of "3", "315", "2:40" (folded to "240"), "5pm".

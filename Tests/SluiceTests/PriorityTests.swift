@@ -42,6 +42,11 @@ import Testing
         ("Take your time, at your convenience", "low"),
         ("there is no emergency, all good", "low"),
         ("ASAP please, no rush though", "low"),
+        // Times said in words: the time now and a deadline against it (within the hour is high, later is not).
+        ("it's quarter to four and the post office shuts at 4, can you take the parcel", "high"),
+        ("its 3:25 and the bank's cut-off is half past, send me the sort code", "high"),
+        ("it's quarter past two, the meeting is at 6, can you bring the charger", "medium"),
+        ("it's half past nine, no plans till the weekend", "low"),
     ])
     func ruleEngineBands(message: String, band: String) {
         let verdict = Self.scorer.score(message)
@@ -101,8 +106,8 @@ import Testing
                                  logger: logger)
     }
 
-    /// heldout-5.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
-    static let heldOutFloor = 0.71
+    /// heldout-6.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
+    static let heldOutFloor = 0.69
 
     static func completion(_ content: String) -> String {
         let escaped = String(data: try! JSONEncoder().encode(content), encoding: .utf8)!
@@ -179,7 +184,7 @@ import Testing
     /// is never used for tuning; this only keeps a later change from losing what it measured.
     @Test func labelledSetsKeepTheirMeasuredAccuracy() async throws {
         let engine = RulesPriorityEngine(scorer: Self.scorer)
-        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("heldout-5", Self.heldOutFloor)] {
+        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("tune-6", 0.94), ("heldout-6", Self.heldOutFloor)] {
             let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
             var right = 0
             var swaps = 0
