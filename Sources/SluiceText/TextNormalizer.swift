@@ -51,28 +51,34 @@ enum TextNormalizer {
 
     /// Folds a whole text into units.
     static func fold(_ text: String) -> [Unit] {
+        var units: [Unit] = []
+        fold(text, into: &units)
+        return units
+    }
+
+    /// Folds a whole text into `units`, emptied first; its capacity is kept, so a reused array allocates nothing.
+    static func fold(_ text: String, into units: inout [Unit]) {
+        units.removeAll(keepingCapacity: true)
         // Fast path: ASCII needs no Unicode tables, and UTF-8 offsets are UTF-16 offsets.
         var sawApostrophe = false
-        let ascii: [Unit]? = text.utf8.withContiguousStorageIfAvailable { bytes -> [Unit]? in
+        let ascii: Bool = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
             for byte in bytes {
-                if byte >= 0x80 { return nil }
+                if byte >= 0x80 { return false }
                 if byte == 0x27 || byte == 0x60 { sawApostrophe = true }
             }
-            return [Unit](unsafeUninitializedCapacity: bytes.count) { units, initialized in
-                asciiTable.withUnsafeBufferPointer { table in
-                    for (offset, byte) in bytes.enumerated() {
-                        let entry = table[Int(byte)]
-                        units[offset] = Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1))
-                    }
+            units.reserveCapacity(bytes.count)
+            asciiTable.withUnsafeBufferPointer { table in
+                for (offset, byte) in bytes.enumerated() {
+                    let entry = table[Int(byte)]
+                    units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1)))
                 }
-                initialized = bytes.count
             }
-        } ?? nil
-        if var ascii {
-            if sawApostrophe { markApostrophes(&ascii) }
-            return ascii
+            return true
+        } ?? false
+        if ascii {
+            if sawApostrophe { markApostrophes(&units) }
+            return
         }
-        var units: [Unit] = []
         units.reserveCapacity(text.utf8.count)
         var offset: Int32 = 0
         for scalar in text.unicodeScalars {
@@ -81,7 +87,6 @@ enum TextNormalizer {
             offset += width
         }
         markApostrophes(&units)
-        return units
     }
 
     static let apostrophe: UInt32 = 0x27

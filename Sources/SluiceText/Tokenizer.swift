@@ -19,9 +19,15 @@ struct TokenSpan {
 
 /// Words of a message: letters after leetspeak in one flat array, the unit each letter came from, and spans.
 struct TokenBuffer {
+    /// A reused buffer's arrays can be longer than this message needs: only `spans[0..<spanCount]` are its words,
+    /// and the spans point only at the chars they cover.
     var chars: [UInt32] = []
     var charUnits: [Int32] = []
     var spans: [TokenSpan] = []
+    var spanCount = 0
+
+    /// This message's words.
+    var words: ArraySlice<TokenSpan> { spans[0..<spanCount] }
 }
 
 /// Cuts folded units into words: letters and digits, plus leet symbols with a letter or digit after them
@@ -29,23 +35,36 @@ struct TokenBuffer {
 /// Three or more single letters split by one separator each are joined ("f u c k", "f.u.c.k").
 enum Tokenizer {
     static func tokens(_ units: [TextNormalizer.Unit]) -> TokenBuffer {
-        let count = units.count
         var buffer = TokenBuffer()
+        tokens(units, into: &buffer)
+        return buffer
+    }
+
+    /// Cuts `units` into `buffer`. Its arrays only ever grow (a reused buffer allocates nothing and is not cleared:
+    /// what a message needs is written before it is read).
+    static func tokens(_ units: [TextNormalizer.Unit], into buffer: inout TokenBuffer) {
+        let count = units.count
+        let spanCapacity = count / 2 + 2
+        if buffer.chars.count < count {
+            buffer.chars.append(contentsOf: repeatElement(0, count: count - buffer.chars.count))
+            buffer.charUnits.append(contentsOf: repeatElement(0, count: count - buffer.charUnits.count))
+        }
+        if buffer.spans.count < spanCapacity {
+            buffer.spans.append(contentsOf: repeatElement(TokenSpan(charStart: 0, charEnd: 0, unitStart: 0, unitEnd: 0, hash: 0),
+                                                          count: spanCapacity - buffer.spans.count))
+        }
         var charCount = 0
         var spanCount = 0
-        buffer.chars = [UInt32](unsafeUninitializedCapacity: count) { chars, charsInitialized in
-            buffer.charUnits = [Int32](unsafeUninitializedCapacity: count) { charUnits, unitsInitialized in
-                buffer.spans = [TokenSpan](unsafeUninitializedCapacity: count / 2 + 2) { spans, spansInitialized in
+        buffer.chars.withUnsafeMutableBufferPointer { chars in
+            buffer.charUnits.withUnsafeMutableBufferPointer { charUnits in
+                buffer.spans.withUnsafeMutableBufferPointer { spans in
                     units.withUnsafeBufferPointer { units in
                         scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount)
                     }
-                    spansInitialized = spanCount
                 }
-                unitsInitialized = charCount
             }
-            charsInitialized = charCount
         }
-        return buffer
+        buffer.spanCount = spanCount
     }
 
     private static func scan(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,

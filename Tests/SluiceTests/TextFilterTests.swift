@@ -44,6 +44,34 @@ import Testing
         #expect(verdict.matches.isEmpty, "\(text): \(verdict.matches.map(\.term))")
     }
 
+    /// The filter reuses its buffers between messages: a verdict must not depend on what was checked before it or
+    /// beside it. Every fixture line (and a long one among short ones), checked four times by 8 tasks at once in a
+    /// shuffled order, gets exactly the verdict a new filter gave it checking them one by one in file order.
+    @Test func verdictsDoNotDependOnWhatWasCheckedBeforeOrAlongside() async throws {
+        let texts = Self.evasions.map { "you are such a \($0.0) today" } + Self.fixtureLines("innocent.txt")
+            + [String(repeating: "a perfectly ordinary sentence, ", count: 200) + "then shit", "ok", "shit"]
+        let fresh = try ProfanityFilter.load(TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")))
+        var expected: [String: TextVerdict] = [:]
+        for text in texts where expected[text] == nil { expected[text] = try fresh.check(text) }
+        let verdicts = expected
+        let filter = Self.filter
+        var generator = SystemRandomNumberGenerator()
+        let order = (0..<4).flatMap { _ in texts }.shuffled(using: &generator)
+        let mismatches = try await withThrowingTaskGroup(of: [String].self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    var wrong: [String] = []
+                    for text in order.enumerated().filter({ $0.offset % 8 == lane }).map(\.element) where try filter.check(text) != verdicts[text] {
+                        wrong.append(text)
+                    }
+                    return wrong
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+    }
+
     @Test func scunthorpeFamily() throws {
         for text in ["Scunthorpe United won", "The assassin left", "Our class went to a cocktail bar", "My therapist said so",
                      "Dick Van Dyke sang", "Essex and Sussex", "shiitake mushrooms", "Niger and Nigeria", "a classic grape"] {
