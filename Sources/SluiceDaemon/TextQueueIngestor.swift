@@ -9,6 +9,8 @@ import SluicePipeline
 /// is a no-op for lines already recorded (same id and same text), so no line is lost or counted twice.
 public struct TextQueueIngestor: Sendable {
     static let batchSize = 500
+    /// Batches queued for the writer while the next is judged.
+    static let writesAhead = 2
 
     let root: DataRoot
     let store: any StatusStore
@@ -81,22 +83,24 @@ public struct TextQueueIngestor: Sendable {
 
     /// One file: judge each line, record in batches, then move the file to done/. `stillHeld` is asked before each
     /// batch is written and before the file moves: false stops here (`ClaimLost`).
-    public func process(_ file: URL, stillHeld: @Sendable () async -> Bool = { true }) async throws -> FileSummary {
+    public func process(_ file: URL, stillHeld: @escaping @Sendable () async -> Bool = { true }) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         var summary = FileSummary()
         var batch: [Item] = []
 
-        // A batch is written while the next one is judged (the store's writer and the pipeline each keep a core
-        // busy); at most one write is in flight, so batches land in file order. Which lines are unchanged (same id,
-        // same text: a replay after a crash) is decided inside the write's own transaction.
-        var writing: Task<(written: Int, of: Int), any Error>?
-        func awaitWrite() async throws {
-            guard let pending = writing else { return }
-            writing = nil
-            let (written, of) = try await pending.value
+        // Batches are written while the next ones are judged (the store's writer and the pipeline each keep a core
+        // busy): up to `writesAhead` writes are queued, each waiting for the one before it, so batches land in file
+        // order and the judging never waits for a write unless the writer is the slower of the two. Which lines are
+        // unchanged (same id, same text: a replay after a crash) is decided inside the write's own transaction.
+        var writes: [Task<(written: Int, of: Int), any Error>] = []
+        func awaitOldestWrite() async throws {
+            let (written, of) = try await writes.removeFirst().value
             summary.recorded += written
             summary.unchanged += of - written
+        }
+        func awaitWrites() async throws {
+            while !writes.isEmpty { try await awaitOldestWrite() }
         }
         func flush() async throws {
             guard !batch.isEmpty else { return }
@@ -110,10 +114,15 @@ public struct TextQueueIngestor: Sendable {
             for item in batch.reversed() where seen.insert(item.id).inserted { fresh.append(item) }
             fresh.reverse()
             batch.removeAll(keepingCapacity: true)
-            try await awaitWrite()
-            guard await stillHeld() else { throw ClaimLost() }
+            if writes.count >= Self.writesAhead { try await awaitOldestWrite() }
             let store = store
-            writing = Task { (try await store.recordChangedVerdicts(fresh, stage: "text"), fresh.count) }
+            let previous = writes.last
+            writes.append(Task {
+                // In file order; and the claim is checked right before this batch commits.
+                if let previous { _ = try await previous.value }
+                guard await stillHeld() else { throw ClaimLost() }
+                return (try await store.recordChangedVerdicts(fresh, stage: "text"), fresh.count)
+            })
         }
 
         // Lines are judged one at a time, or a window at a time when a text classifier is called (its latency,
@@ -145,7 +154,7 @@ public struct TextQueueIngestor: Sendable {
         }
         try await judgePending()
         try await flush()
-        try await awaitWrite()
+        try await awaitWrites()
         guard await stillHeld() else { throw ClaimLost() }
         try FileOps.move(file, to: done.appendingPathComponent(name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
