@@ -230,7 +230,10 @@ public struct PriorityScorer: Sendable {
         let contextAsks = c.map { $0.has("request") || $0.has("deadline") || $0.has("today") || $0.has("soon") || $0.clockDeadline
             || $0.has("blocking") || $0.sum("emergency") > 0 } ?? false
         let benign = t.has("benign")
-        let celebrating = t.has("celebration") || text.unicodeScalars.contains { Self.joyful.contains($0) }
+        // Every joyful emoji is outside the Basic Multilingual Plane (four UTF-8 bytes, the first 0xF0 or more), so a
+        // text without one is not read scalar by scalar.
+        let celebrating = t.has("celebration")
+            || (text.utf8.contains { $0 >= 0xF0 } && text.unicodeScalars.contains { $0.value >= 0x1_0000 && Self.joyful.contains($0) })
         let request = t.has("request") || t.question
         let withinHour = t.minutes.map { $0 <= 60 } ?? false
         let explicit = t.sum("urgent") >= 30
