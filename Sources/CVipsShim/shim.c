@@ -49,14 +49,9 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
          * 1920 px is decoded at full size. libjpeg's DCT-domain shrink gives the same result from a quarter of
          * the pixels (as sharp's default fastShrinkOnLoad does); the Lanczos reduction then does the rest,
          * turning upright and exporting sRGB as before. */
-        int fail_on = VIPS_FAIL_ON_WARNING;
-        const char *nick = loader_options ? strstr(loader_options, "fail_on=") : NULL;
-        if (nick && (fail_on = vips_enum_from_nick("sluice", VIPS_TYPE_FAIL_ON, nick + strlen("fail_on="))) < 0)
-            return -1;
-        VipsImage *loaded = NULL;
-        if (vips_jpegload_buffer((void *) buf, len, &loaded, "shrink", jpeg_shrink, "fail_on", fail_on,
-                                 "access", VIPS_ACCESS_SEQUENTIAL, NULL))
-            return -1;
+        VipsImage *loaded = vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "",
+                                                       "shrink", jpeg_shrink, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+        if (!loaded) return -1;
         int result = profile
             ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, "export_profile", profile, NULL)
             : vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);

@@ -34,12 +34,6 @@ struct TokenBuffer {
 /// ("$hit", "sh!t"). Inside a word that has letters, digits and symbols read as letters ("sh1t", "a55").
 /// Three or more single letters split by one separator each are joined ("f u c k", "f.u.c.k").
 enum Tokenizer {
-    static func tokens(_ units: [TextNormalizer.Unit]) -> TokenBuffer {
-        var buffer = TokenBuffer()
-        tokens(units, into: &buffer)
-        return buffer
-    }
-
     /// Cuts `units` into `buffer`. Its arrays only ever grow (a reused buffer allocates nothing and is not cleared:
     /// what a message needs is written before it is read).
     static func tokens(_ units: [TextNormalizer.Unit], into buffer: inout TokenBuffer) {

@@ -58,15 +58,19 @@ public struct ReviewerAccounts: Sendable {
             return nil
         }
         let hash = reviewer.passwordHash
-        guard try await NIOThreadPool.singleton.runIfActive({ Bcrypt.verify(password, hash: hash) }), !reviewer.disabled else { return nil }
+        guard try await Self.offloaded({ Bcrypt.verify(password, hash: hash) }), !reviewer.disabled else { return nil }
         return reviewer
+    }
+
+    private func hash(_ password: String) async throws -> String {
+        let cost = cost
+        return try await Self.offloaded { Bcrypt.hash(password, cost: cost) }
     }
 
     /// bcrypt is slow on purpose (a quarter of a second at cost 12): it runs on NIO's pool for blocking work, never
     /// on the threads that serve requests (under `sluice serve` those are the event loops).
-    private func hash(_ password: String) async throws -> String {
-        let cost = cost
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    private static func offloaded<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
     }
 
     func existing(_ name: String) async throws -> Reviewer {
