@@ -14,7 +14,14 @@ import SluiceTesting
 @discardableResult
 func runOnce(_ root: TemporaryDataRoot, server: FakeVisionServer,
              edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> any StatusStore {
-    let config = root.config(endpoint: server.endpoint, edit: edit)
+    try await runOnce(root, endpoint: server.endpoint, edit: edit)
+}
+
+/// The same against any vision endpoint (one that nothing answers, say).
+@discardableResult
+func runOnce(_ root: TemporaryDataRoot, endpoint: String,
+             edit: (inout PipelineConfig) -> Void = { _ in }) async throws -> any StatusStore {
+    let config = root.config(endpoint: endpoint, edit: edit)
     let daemon = try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once)
     try await daemon.run()
     return daemon.store
