@@ -3,8 +3,9 @@ import SluiceCore
 struct AhoCorasick: Sendable {
     private var next: [Int32] = Array(repeating: 0, count: 26)
     private var fail: [Int32] = [0]
-    /// Value and pattern length of the longest pattern ending at each state (via failure links), or -1.
-    private var output: [(value: Int, length: Int)?] = [nil]
+    /// Per state, the longest pattern ending there (via failure links): value in the high 32 bits, pattern length in
+    /// the low 32, or -1 for none. One flat integer per state, so the scan reads one array slot per letter.
+    private var output: [Int64] = [-1]
 
     init(patterns: [(pattern: [UInt8], value: Int)]) {
         for (pattern, value) in patterns where !pattern.isEmpty {
@@ -14,12 +15,14 @@ struct AhoCorasick: Sendable {
                 if next[slot] == 0 {
                     next.append(contentsOf: repeatElement(0, count: 26))
                     fail.append(0)
-                    output.append(nil)
+                    output.append(-1)
                     next[slot] = Int32(fail.count - 1)
                 }
                 state = Int(next[slot])
             }
-            if output[state].map({ $0.length < pattern.count }) ?? true { output[state] = (value, pattern.count) }
+            if output[state] < 0 || Int(output[state] & 0xFFFF_FFFF) < pattern.count {
+                output[state] = Int64(value) << 32 | Int64(pattern.count)
+            }
         }
         // Breadth-first: failure links and goto completion.
         var queue: [Int] = []
@@ -28,7 +31,7 @@ struct AhoCorasick: Sendable {
         while head < queue.count {
             let state = queue[head]
             head += 1
-            if output[state] == nil, let inherited = output[Int(fail[state])] { output[state] = inherited }
+            if output[state] < 0 { output[state] = output[Int(fail[state])] }
             for letter in 0..<26 {
                 let child = Int(next[state * 26 + letter])
                 let viaFail = Int(next[Int(fail[state]) * 26 + letter])
@@ -46,20 +49,26 @@ struct AhoCorasick: Sendable {
 
     /// The first root found (value, start, end) in a word of a–z letters; nil if none or other characters.
     /// Offsets are relative to `start`.
-    func firstMatch(in chars: [UInt32], _ start: Int, _ end: Int) -> (Int, Int, Int)? {
+    func firstMatch(in chars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int) -> (Int, Int, Int)? {
         if isEmpty { return nil }
         return next.withUnsafeBufferPointer { next in
-            chars.withUnsafeBufferPointer { chars in
-                var state = 0
-                var index = start
-                while index < end {
-                    let char = chars[index]
-                    guard char >= 0x61, char <= 0x7A else { return nil }
-                    state = Int(next[state &* 26 &+ Int(char &- 0x61)])
-                    if let hit = output[state] { return (hit.value, index + 1 - start - hit.length, index + 1 - start) }
-                    index += 1
+            output.withUnsafeBufferPointer { output in
+                do {
+                    var state = 0
+                    var index = start
+                    while index < end {
+                        let char = chars[index]
+                        guard char >= 0x61, char <= 0x7A else { return nil }
+                        state = Int(next[state &* 26 &+ Int(char &- 0x61)])
+                        let hit = output[state]
+                        if hit >= 0 {
+                            let length = Int(hit & 0xFFFF_FFFF)
+                            return (Int(hit >> 32), index + 1 - start - length, index + 1 - start)
+                        }
+                        index += 1
+                    }
+                    return nil
                 }
-                return nil
             }
         }
     }

@@ -1,6 +1,5 @@
 import SluiceCore
 import Foundation
-import Synchronization
 
 /// Evasion-resistant profanity matching without Scunthorpe false positives.
 ///
@@ -39,8 +38,6 @@ public struct ProfanityFilter: Sendable {
     /// ordinary word costs one probe.
     private let known: HashIndex
     public let options: Options
-    /// Buffers `check` reuses, so a message allocates nothing on the common path.
-    private let workspaces = WorkspacePool()
 
     public init(wordlist: Wordlist, options: Options = Options()) {
         self.options = options
@@ -111,21 +108,39 @@ public struct ProfanityFilter: Sendable {
 
     /// Judges one message.
     public func check(_ text: String) throws(TextInputError) -> TextVerdict {
-        let (scalarCount, blank) = Self.measure(text)
+        let (scalarCount, blank, ascii) = Self.measure(text)
         if blank { throw TextInputError(.empty, scalarCount == 0 ? "text is empty" : "text is only whitespace") }
         if scalarCount > options.maxLength {
             throw TextInputError(.tooLong, "text is \(scalarCount) characters long, over the \(options.maxLength) limit (text.maxLength)")
         }
-        var workspace = workspaces.borrow()
-        TextNormalizer.fold(text, into: &workspace.units)
-        Tokenizer.tokens(workspace.units, into: &workspace.tokens)
-        let verdict = judge(text, units: workspace.units, tokens: workspace.tokens)
-        workspaces.giveBack(workspace)
-        return verdict
+        // Scratch memory lives only for this call (on the stack when it fits): nothing is allocated, shared or locked
+        // for a message on the common path.
+        if ascii, let verdict = text.utf8.withContiguousStorageIfAvailable({ bytes in
+            withUnsafeTemporaryAllocation(of: TextNormalizer.Unit.self, capacity: bytes.count) { units in
+                TextNormalizer.foldASCII(bytes, into: units)
+                return judge(text, units: UnsafeBufferPointer(units))
+            }
+        }) {
+            return verdict
+        }
+        return TextNormalizer.fold(text).withUnsafeBufferPointer { judge(text, units: $0) }
+    }
+
+    /// Cuts the folded units into words in scratch memory, then judges them.
+    private func judge(_ text: String, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextVerdict {
+        let count = max(units.count, 1)
+        return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: count) { chars in
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { charUnits in
+                withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: Tokenizer.spanCapacity(units: count)) { spans in
+                    let tokens = Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans)
+                    return judge(text, units: units, tokens: tokens)
+                }
+            }
+        }
     }
 
     /// The matching itself, over a folded and tokenised message.
-    private func judge(_ text: String, units: [TextNormalizer.Unit], tokens: TokenBuffer) -> TextVerdict {
+    private func judge(_ text: String, units: UnsafeBufferPointer<TextNormalizer.Unit>, tokens: TokenView) -> TextVerdict {
         var found: [TextMatch] = []
         var skipUntil = 0
         let spans = tokens.words
@@ -160,15 +175,15 @@ public struct ProfanityFilter: Sendable {
         return verdict(text, matches: Self.dropOverlaps(found))
     }
 
-    /// Scalar count and whether the text is empty or whitespace only, with an ASCII fast path.
-    private static func measure(_ text: String) -> (count: Int, blank: Bool) {
-        let ascii: (Int, Bool)? = text.utf8.withContiguousStorageIfAvailable { bytes in
+    /// Scalar count, whether the text is empty or whitespace only, and whether it is all ASCII (a fast path).
+    private static func measure(_ text: String) -> (count: Int, blank: Bool, ascii: Bool) {
+        let ascii: (Int, Bool, Bool)? = text.utf8.withContiguousStorageIfAvailable { bytes in
             var blank = true
             for byte in bytes {
                 if byte >= 0x80 { return nil }
                 if blank, byte != 0x20, byte != 0x09, byte != 0x0A, byte != 0x0D, byte != 0x0B, byte != 0x0C { blank = false }
             }
-            return (bytes.count, blank)
+            return (bytes.count, blank, true)
         } ?? nil
         if let ascii { return ascii }
         var count = 0
@@ -177,12 +192,12 @@ public struct ProfanityFilter: Sendable {
             count += 1
             if blank, !scalar.properties.isWhitespace { blank = false }
         }
-        return (count, blank)
+        return (count, blank, false)
     }
 
     // MARK: - Matching
 
-    private func lookupWord(_ chars: [UInt32], _ start: Int, _ end: Int, hash: UInt64) -> Int? {
+    private func lookupWord(_ chars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int, hash: UInt64) -> Int? {
         var found: Int?
         words.forEach(hash) { candidate in
             let term = wordScalars[candidate]
@@ -198,7 +213,7 @@ public struct ProfanityFilter: Sendable {
     }
 
     /// Repeated-letter forms of the word, then glued compounds, then the word with trailing leet symbols.
-    private func lookupVariants(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+    private func lookupVariants(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
         if let hit = lookupForms(span, tokens: tokens, units: units) { return hit }
         if let hit = lookupMasked(span, tokens: tokens, units: units) { return hit }
         guard span.trailing > 0 else { return nil }
@@ -209,15 +224,19 @@ public struct ProfanityFilter: Sendable {
             chars.append(TextNormalizer.leet(units[position].char) ?? units[position].char)
             charUnits.append(Int32(position))
         }
-        let extended = TokenBuffer(chars: chars, charUnits: charUnits, spans: [])
         let hash = Self.hash(chars, 0, chars.count)
         if allowedWords.contains(hash) { return nil }
         let whole = TokenSpan(charStart: 0, charEnd: Int32(chars.count), unitStart: span.unitStart,
                               unitEnd: span.unitEnd + span.trailing, hash: hash, longestRun: Int32(Self.longestRun(chars, 0, chars.count)))
-        if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
-            return match(entry, start: units[Int(whole.unitStart)].start, end: units[Int(whole.unitEnd) - 1].end)
+        return chars.withUnsafeBufferPointer { chars in
+            charUnits.withUnsafeBufferPointer { charUnits in
+                if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
+                    return match(entry, start: units[Int(whole.unitStart)].start, end: units[Int(whole.unitEnd) - 1].end)
+                }
+                return lookupForms(whole, tokens: TokenView(chars: chars, charUnits: charUnits, words: UnsafeBufferPointer(start: nil, count: 0)),
+                                   units: units)
+            }
         }
-        return lookupForms(whole, tokens: extended, units: units)
     }
 
     /// The letters a '*' is tried as: the vowels people mask most first, so of equally severe readings the usual
@@ -228,7 +247,7 @@ public struct ProfanityFilter: Sendable {
     /// in each mask, and the most severe listed word (or compound inside it) that one of them spells is the match.
     /// At least two real letters are needed, so "***" and "a*" stay words of nothing; a star at either end of the
     /// word is emphasis, not a mask.
-    private func lookupMasked(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+    private func lookupMasked(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         // Almost no word has a '*' inside: it is looked for before anything is copied.
@@ -242,11 +261,14 @@ public struct ProfanityFilter: Sendable {
         func consider() {
             let hash = Self.hash(chars, 0, chars.count)
             if allowedWords.contains(hash) { return }
-            var hit: TextMatch?
-            if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
-                hit = match(entry, start: units[Int(span.unitStart)].start, end: units[Int(span.unitEnd) - 1].end)
-            } else if chars.count >= 4, let (entry, from, to) = compounds.firstMatch(in: chars, 0, chars.count) {
-                hit = match(entry, start: units[Int(tokens.charUnits[start + from])].start, end: units[Int(tokens.charUnits[start + to - 1])].end)
+            let hit: TextMatch? = chars.withUnsafeBufferPointer { chars in
+                if let entry = lookupWord(chars, 0, chars.count, hash: hash) {
+                    return match(entry, start: units[Int(span.unitStart)].start, end: units[Int(span.unitEnd) - 1].end)
+                } else if chars.count >= 4, let (entry, from, to) = compounds.firstMatch(in: chars, 0, chars.count) {
+                    return match(entry, start: units[Int(tokens.charUnits[start + from])].start,
+                                 end: units[Int(tokens.charUnits[start + to - 1])].end)
+                }
+                return nil
             }
             if let hit, best.map({ hit.severity > $0.severity }) ?? true { best = hit }
         }
@@ -264,7 +286,7 @@ public struct ProfanityFilter: Sendable {
         return best
     }
 
-    private func lookupForms(_ span: TokenSpan, tokens: TokenBuffer, units: [TextNormalizer.Unit]) -> TextMatch? {
+    private func lookupForms(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         guard end - start >= 3 else { return nil }
@@ -281,13 +303,13 @@ public struct ProfanityFilter: Sendable {
             for form in forms {
                 let hash = Self.hash(form.chars, 0, form.chars.count)
                 if allowedWords.contains(hash) { return nil }
-                if let entry = lookupWord(form.chars, 0, form.chars.count, hash: hash) {
+                if let entry = form.chars.withUnsafeBufferPointer({ lookupWord($0, 0, $0.count, hash: hash) }) {
                     return match(entry, start: wholeStart, end: wholeEnd)
                 }
             }
             // Compounds with long runs collapsed, never with doubles collapsed ("shiitake" is not "shitake").
             for form in forms where form.chars.count >= 4 {
-                if let (entry, from, to) = compounds.firstMatch(in: form.chars, 0, form.chars.count) {
+                if let (entry, from, to) = form.chars.withUnsafeBufferPointer({ compounds.firstMatch(in: $0, 0, $0.count) }) {
                     let first = tokens.charUnits[start + form.sources[from]]
                     let last = tokens.charUnits[start + form.sources[to - 1]]
                     return match(entry, start: units[Int(first)].start, end: units[Int(last)].end)
@@ -300,7 +322,7 @@ public struct ProfanityFilter: Sendable {
         return match(entry, start: units[Int(first)].start, end: units[Int(last)].end)
     }
 
-    private static func matches(_ phrase: [UInt64], spans: ArraySlice<TokenSpan>, at index: Int) -> Bool {
+    private static func matches(_ phrase: [UInt64], spans: UnsafeBufferPointer<TokenSpan>, at index: Int) -> Bool {
         guard index + phrase.count <= spans.count else { return false }
         for (offset, hash) in phrase.enumerated() where spans[index + offset].hash != hash { return false }
         return true
@@ -413,31 +435,5 @@ public struct ProfanityFilter: Sendable {
             index += 1
         }
         return hash
-    }
-}
-
-/// The arrays one `check` folds and tokenises into, kept between messages: an array allocation also asks Swift's
-/// runtime for its storage type, and with four per message that was a fifth of the filter's time. Each `check`
-/// borrows one (or makes one when all are out) and gives it back; at most `kept` wait, and one grown past
-/// `largest` units by a long message is let go instead.
-final class WorkspacePool: Sendable {
-    struct Workspace: Sendable {
-        var units: [TextNormalizer.Unit] = []
-        var tokens = TokenBuffer()
-    }
-
-    static let kept = 32
-    static let largest = 4_096
-    private let free = Mutex<[Workspace]>([])
-
-    func borrow() -> Workspace {
-        free.withLock { $0.popLast() } ?? Workspace()
-    }
-
-    func giveBack(_ workspace: Workspace) {
-        guard workspace.units.capacity <= Self.largest else { return }
-        free.withLock { free in
-            if free.count < Self.kept { free.append(workspace) }
-        }
     }
 }

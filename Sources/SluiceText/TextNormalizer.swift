@@ -51,34 +51,15 @@ enum TextNormalizer {
 
     /// Folds a whole text into units.
     static func fold(_ text: String) -> [Unit] {
+        let ascii: [Unit]? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+            return Array(unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
+                foldASCII(bytes, into: buffer)
+                initialized = bytes.count
+            }
+        } ?? nil
+        if let ascii { return ascii }
         var units: [Unit] = []
-        fold(text, into: &units)
-        return units
-    }
-
-    /// Folds a whole text into `units`, emptied first; its capacity is kept, so a reused array allocates nothing.
-    static func fold(_ text: String, into units: inout [Unit]) {
-        units.removeAll(keepingCapacity: true)
-        // Fast path: ASCII needs no Unicode tables, and UTF-8 offsets are UTF-16 offsets.
-        var sawApostrophe = false
-        let ascii: Bool = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes {
-                if byte >= 0x80 { return false }
-                if byte == 0x27 || byte == 0x60 { sawApostrophe = true }
-            }
-            units.reserveCapacity(bytes.count)
-            asciiTable.withUnsafeBufferPointer { table in
-                for (offset, byte) in bytes.enumerated() {
-                    let entry = table[Int(byte)]
-                    units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1)))
-                }
-            }
-            return true
-        } ?? false
-        if ascii {
-            if sawApostrophe { markApostrophes(&units) }
-            return
-        }
         units.reserveCapacity(text.utf8.count)
         var offset: Int32 = 0
         for scalar in text.unicodeScalars {
@@ -86,7 +67,24 @@ enum TextNormalizer {
             appendFolded(scalar, start: offset, end: offset + width, into: &units)
             offset += width
         }
-        markApostrophes(&units)
+        units.withUnsafeMutableBufferPointer { markApostrophes($0) }
+        return units
+    }
+
+    /// Folds ASCII bytes into `units` (as many as there are bytes): no Unicode tables, and UTF-8 offsets are
+    /// UTF-16 offsets.
+    static func foldASCII(_ bytes: UnsafeBufferPointer<UInt8>, into units: UnsafeMutableBufferPointer<Unit>) {
+        precondition(units.count >= bytes.count, "unit buffer too small")
+        var sawApostrophe = false
+        asciiTable.withUnsafeBufferPointer { table in
+            for offset in bytes.indices {
+                let byte = bytes[offset]
+                if byte == 0x27 || byte == 0x60 { sawApostrophe = true }
+                let entry = table[Int(byte & 0x7F)]
+                units[offset] = Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1))
+            }
+        }
+        if sawApostrophe { markApostrophes(UnsafeMutableBufferPointer(rebasing: units[..<bytes.count])) }
     }
 
     static let apostrophe: UInt32 = 0x27
@@ -94,7 +92,7 @@ enum TextNormalizer {
 
     /// After a letter, an apostrophe plus a clitic ("'s", "'ll", "'re", "'ve", "'d", "'m", "'t") at the end of a
     /// word is dropped; any other apostrophe after a letter is skipped inside the word ("bitchin'", "o'clock").
-    static func markApostrophes(_ units: inout [Unit]) {
+    static func markApostrophes(_ units: UnsafeMutableBufferPointer<Unit>) {
         var index = 1
         while index < units.count {
             defer { index += 1 }
@@ -103,7 +101,7 @@ enum TextNormalizer {
             guard before == .letter || before == .lookalike else { continue }
             var end = index + 1
             while end < units.count, units[end].kind == .letter || units[end].kind == .lookalike { end += 1 }
-            let suffix = units[(index + 1)..<end].map(\.char)
+            let suffix = units[(index + 1)..<end].lazy.map(\.char)
             let wordEnds = end == units.count || (units[end].kind != .digit && units[end].kind != .symbol)
             if wordEnds, clitics.contains(where: { $0.elementsEqual(suffix) }) {
                 for position in index..<end { units[position].kind = .drop }

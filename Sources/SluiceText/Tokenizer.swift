@@ -17,48 +17,33 @@ struct TokenSpan {
     var length: Int { Int(charEnd - charStart) }
 }
 
-/// Words of a message: letters after leetspeak in one flat array, the unit each letter came from, and spans.
-struct TokenBuffer {
-    /// A reused buffer's arrays can be longer than this message needs: only `spans[0..<spanCount]` are its words,
-    /// and the spans point only at the chars they cover.
-    var chars: [UInt32] = []
-    var charUnits: [Int32] = []
-    var spans: [TokenSpan] = []
-    var spanCount = 0
-
-    /// This message's words.
-    var words: ArraySlice<TokenSpan> { spans[0..<spanCount] }
+/// Words of a message: letters after leetspeak in one flat buffer, the unit each letter came from, and spans.
+/// Views into scratch memory that lives for one check.
+struct TokenView {
+    var chars: UnsafeBufferPointer<UInt32>
+    var charUnits: UnsafeBufferPointer<Int32>
+    var words: UnsafeBufferPointer<TokenSpan>
 }
 
 /// Cuts folded units into words: letters and digits, plus leet symbols with a letter or digit after them
 /// ("$hit", "sh!t"). Inside a word that has letters, digits and symbols read as letters ("sh1t", "a55").
 /// Three or more single letters split by one separator each are joined ("f u c k", "f.u.c.k").
 enum Tokenizer {
-    /// Cuts `units` into `buffer`. Its arrays only ever grow (a reused buffer allocates nothing and is not cleared:
-    /// what a message needs is written before it is read).
-    static func tokens(_ units: [TextNormalizer.Unit], into buffer: inout TokenBuffer) {
-        let count = units.count
-        let spanCapacity = count / 2 + 2
-        if buffer.chars.count < count {
-            buffer.chars.append(contentsOf: repeatElement(0, count: count - buffer.chars.count))
-            buffer.charUnits.append(contentsOf: repeatElement(0, count: count - buffer.charUnits.count))
-        }
-        if buffer.spans.count < spanCapacity {
-            buffer.spans.append(contentsOf: repeatElement(TokenSpan(charStart: 0, charEnd: 0, unitStart: 0, unitEnd: 0, hash: 0),
-                                                          count: spanCapacity - buffer.spans.count))
-        }
+    /// Most spans `units` folded units can make: every word but the last needs a unit after it.
+    static func spanCapacity(units count: Int) -> Int { count / 2 + 2 }
+
+    /// Cuts `units` into words written to the scratch buffers (`chars` and `charUnits` hold `units.count`,
+    /// `spans` holds `spanCapacity(units:)`); the view covers what this message wrote.
+    static func tokens(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,
+                       charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>) -> TokenView {
+        precondition(chars.count >= units.count && charUnits.count >= units.count
+                     && spans.count >= spanCapacity(units: units.count), "token scratch buffers too small")
         var charCount = 0
         var spanCount = 0
-        buffer.chars.withUnsafeMutableBufferPointer { chars in
-            buffer.charUnits.withUnsafeMutableBufferPointer { charUnits in
-                buffer.spans.withUnsafeMutableBufferPointer { spans in
-                    units.withUnsafeBufferPointer { units in
-                        scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount)
-                    }
-                }
-            }
-        }
-        buffer.spanCount = spanCount
+        scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount)
+        return TokenView(chars: UnsafeBufferPointer(rebasing: chars[..<charCount]),
+                         charUnits: UnsafeBufferPointer(rebasing: charUnits[..<charCount]),
+                         words: UnsafeBufferPointer(rebasing: spans[..<spanCount]))
     }
 
     private static func scan(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,
