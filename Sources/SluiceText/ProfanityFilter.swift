@@ -116,9 +116,10 @@ public struct ProfanityFilter: Sendable {
         // Scratch memory lives only for this call (on the stack when it fits): nothing is allocated, shared or locked
         // for a message on the common path.
         if ascii, let verdict = text.utf8.withContiguousStorageIfAvailable({ bytes in
-            withUnsafeTemporaryAllocation(of: TextNormalizer.Unit.self, capacity: bytes.count) { units in
-                TextNormalizer.foldASCII(bytes, into: units)
-                return judge(text, units: UnsafeBufferPointer(units))
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count) { chars in
+                withUnsafeTemporaryAllocation(of: TextNormalizer.Kind.self, capacity: bytes.count) { kinds in
+                    judge(text, units: TextNormalizer.foldASCII(bytes, chars: chars, kinds: kinds))
+                }
             }
         }) {
             return verdict
@@ -127,20 +128,32 @@ public struct ProfanityFilter: Sendable {
     }
 
     /// Cuts the folded units into words in scratch memory, then judges them.
-    private func judge(_ text: String, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextVerdict {
+    private func judge<Units: FoldedUnits>(_ text: String, units: Units) -> TextVerdict {
         let count = max(units.count, 1)
         return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: count) { chars in
             withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { charUnits in
-                withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: Tokenizer.spanCapacity(units: count)) { spans in
-                    let tokens = Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans)
+                // Room for `fewSpans` words first (a temporary allocation stays on the stack up to 1 KiB); a message
+                // with more words is cut again with room for the most it can have.
+                let most = Tokenizer.spanCapacity(units: count)
+                if most > Self.fewSpans, let verdict = withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: Self.fewSpans, { spans in
+                    Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans).map { judge(text, units: units, tokens: $0) }
+                }) {
+                    return verdict
+                }
+                return withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: most) { spans in
+                    guard let tokens = Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans) else {
+                        preconditionFailure("a message of \(count) units made more than \(most) words")
+                    }
                     return judge(text, units: units, tokens: tokens)
                 }
             }
         }
     }
 
+    private static let fewSpans = 1_024 / MemoryLayout<TokenSpan>.stride
+
     /// The matching itself, over a folded and tokenised message.
-    private func judge(_ text: String, units: UnsafeBufferPointer<TextNormalizer.Unit>, tokens: TokenView) -> TextVerdict {
+    private func judge<Units: FoldedUnits>(_ text: String, units: Units, tokens: TokenView) -> TextVerdict {
         var found: [TextMatch] = []
         var skipUntil = 0
         let spans = tokens.words
@@ -213,7 +226,7 @@ public struct ProfanityFilter: Sendable {
     }
 
     /// Repeated-letter forms of the word, then glued compounds, then the word with trailing leet symbols.
-    private func lookupVariants(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
+    private func lookupVariants<Units: FoldedUnits>(_ span: TokenSpan, tokens: TokenView, units: Units) -> TextMatch? {
         if let hit = lookupForms(span, tokens: tokens, units: units) { return hit }
         if let hit = lookupMasked(span, tokens: tokens, units: units) { return hit }
         guard span.trailing > 0 else { return nil }
@@ -247,7 +260,7 @@ public struct ProfanityFilter: Sendable {
     /// in each mask, and the most severe listed word (or compound inside it) that one of them spells is the match.
     /// At least two real letters are needed, so "***" and "a*" stay words of nothing; a star at either end of the
     /// word is emphasis, not a mask.
-    private func lookupMasked(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
+    private func lookupMasked<Units: FoldedUnits>(_ span: TokenSpan, tokens: TokenView, units: Units) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         // Almost no word has a '*' inside: it is looked for before anything is copied.
@@ -286,7 +299,7 @@ public struct ProfanityFilter: Sendable {
         return best
     }
 
-    private func lookupForms(_ span: TokenSpan, tokens: TokenView, units: UnsafeBufferPointer<TextNormalizer.Unit>) -> TextMatch? {
+    private func lookupForms<Units: FoldedUnits>(_ span: TokenSpan, tokens: TokenView, units: Units) -> TextMatch? {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         guard end - start >= 3 else { return nil }

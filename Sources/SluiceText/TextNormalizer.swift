@@ -51,14 +51,6 @@ enum TextNormalizer {
 
     /// Folds a whole text into units.
     static func fold(_ text: String) -> [Unit] {
-        let ascii: [Unit]? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
-            return Array(unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
-                foldASCII(bytes, into: buffer)
-                initialized = bytes.count
-            }
-        } ?? nil
-        if let ascii { return ascii }
         var units: [Unit] = []
         units.reserveCapacity(text.utf8.count)
         var offset: Int32 = 0
@@ -71,20 +63,25 @@ enum TextNormalizer {
         return units
     }
 
-    /// Folds ASCII bytes into `units` (as many as there are bytes): no Unicode tables, and UTF-8 offsets are
-    /// UTF-16 offsets.
-    static func foldASCII(_ bytes: UnsafeBufferPointer<UInt8>, into units: UnsafeMutableBufferPointer<Unit>) {
-        precondition(units.count >= bytes.count, "unit buffer too small")
+    /// Folds ASCII bytes into two bytes per unit (`chars` and `kinds` as long as `bytes`): no Unicode tables,
+    /// and a unit's UTF-16 range is its byte offset.
+    static func foldASCII(_ bytes: UnsafeBufferPointer<UInt8>, chars: UnsafeMutableBufferPointer<UInt8>,
+                          kinds: UnsafeMutableBufferPointer<Kind>) -> ASCIIUnits {
+        precondition(chars.count >= bytes.count && kinds.count >= bytes.count, "unit buffers too small")
         var sawApostrophe = false
         asciiTable.withUnsafeBufferPointer { table in
             for offset in bytes.indices {
                 let byte = bytes[offset]
-                if byte == 0x27 || byte == 0x60 { sawApostrophe = true }
+                if byte == 0x27 { sawApostrophe = true }
                 let entry = table[Int(byte & 0x7F)]
-                units[offset] = Unit(char: UInt32(entry.char), kind: entry.kind, start: Int32(offset), end: Int32(offset + 1))
+                chars[offset] = entry.char
+                kinds[offset] = entry.kind
             }
         }
-        if sawApostrophe { markApostrophes(UnsafeMutableBufferPointer(rebasing: units[..<bytes.count])) }
+        let units = ASCIIUnits(chars: UnsafeMutableBufferPointer(rebasing: chars[..<bytes.count]),
+                               kinds: UnsafeMutableBufferPointer(rebasing: kinds[..<bytes.count]))
+        if sawApostrophe { markApostrophes(units) }
+        return units
     }
 
     static let apostrophe: UInt32 = 0x27
@@ -92,7 +89,7 @@ enum TextNormalizer {
 
     /// After a letter, an apostrophe plus a clitic ("'s", "'ll", "'re", "'ve", "'d", "'m", "'t") at the end of a
     /// word is dropped; any other apostrophe after a letter is skipped inside the word ("bitchin'", "o'clock").
-    static func markApostrophes(_ units: UnsafeMutableBufferPointer<Unit>) {
+    static func markApostrophes(_ units: some MutableFoldedUnits) {
         var index = 1
         while index < units.count {
             defer { index += 1 }
@@ -101,13 +98,13 @@ enum TextNormalizer {
             guard before == .letter || before == .lookalike else { continue }
             var end = index + 1
             while end < units.count, units[end].kind == .letter || units[end].kind == .lookalike { end += 1 }
-            let suffix = units[(index + 1)..<end].lazy.map(\.char)
+            let suffix = ((index + 1)..<end).lazy.map { units[$0].char }
             let wordEnds = end == units.count || (units[end].kind != .digit && units[end].kind != .symbol)
             if wordEnds, clitics.contains(where: { $0.elementsEqual(suffix) }) {
-                for position in index..<end { units[position].kind = .drop }
+                for position in index..<end { units.setKind(.drop, at: position) }
                 index = end - 1
             } else {
-                units[index].kind = .joiner
+                units.setKind(.joiner, at: index)
             }
         }
     }
@@ -260,4 +257,36 @@ enum TextNormalizer {
         }
         return table
     }()
+}
+
+/// Folded units as the tokenizer and matcher read them: a unit's letter, kind and UTF-16 range.
+protocol FoldedUnits {
+    var count: Int { get }
+    subscript(_ position: Int) -> TextNormalizer.Unit { get }
+}
+
+/// Folded units whose kinds can be rewritten in place (apostrophes).
+protocol MutableFoldedUnits: FoldedUnits {
+    func setKind(_ kind: TextNormalizer.Kind, at position: Int)
+}
+
+extension UnsafeBufferPointer: FoldedUnits where Element == TextNormalizer.Unit {}
+
+extension UnsafeMutableBufferPointer: FoldedUnits, MutableFoldedUnits where Element == TextNormalizer.Unit {
+    func setKind(_ kind: TextNormalizer.Kind, at position: Int) { self[position].kind = kind }
+}
+
+/// An ASCII message's units at two bytes each (folded letter and kind); unit `i` came from UTF-16 offset `i`.
+struct ASCIIUnits: MutableFoldedUnits {
+    let chars: UnsafeMutableBufferPointer<UInt8>
+    let kinds: UnsafeMutableBufferPointer<TextNormalizer.Kind>
+
+    var count: Int { chars.count }
+
+    subscript(_ position: Int) -> TextNormalizer.Unit {
+        TextNormalizer.Unit(char: UInt32(chars[position]), kind: kinds[position], start: Int32(truncatingIfNeeded: position),
+                            end: Int32(truncatingIfNeeded: position &+ 1))
+    }
+
+    func setKind(_ kind: TextNormalizer.Kind, at position: Int) { kinds[position] = kind }
 }

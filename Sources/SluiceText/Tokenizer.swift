@@ -32,23 +32,27 @@ enum Tokenizer {
     /// Most spans `units` folded units can make: every word but the last needs a unit after it.
     static func spanCapacity(units count: Int) -> Int { count / 2 + 2 }
 
-    /// Cuts `units` into words written to the scratch buffers (`chars` and `charUnits` hold `units.count`,
-    /// `spans` holds `spanCapacity(units:)`); the view covers what this message wrote.
-    static func tokens(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,
-                       charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>) -> TokenView {
-        precondition(chars.count >= units.count && charUnits.count >= units.count
-                     && spans.count >= spanCapacity(units: units.count), "token scratch buffers too small")
+    /// Cuts `units` into words written to the scratch buffers (`chars` and `charUnits` hold `units.count`);
+    /// the view covers what this message wrote. Nil when the message has more words than `spans` holds (never
+    /// with `spanCapacity(units:)`).
+    static func tokens<Units: FoldedUnits>(_ units: Units, chars: UnsafeMutableBufferPointer<UInt32>,
+                                           charUnits: UnsafeMutableBufferPointer<Int32>,
+                                           spans: UnsafeMutableBufferPointer<TokenSpan>) -> TokenView? {
+        precondition(chars.count >= units.count && charUnits.count >= units.count, "token scratch buffers too small")
         var charCount = 0
         var spanCount = 0
-        scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount)
+        guard scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount) else {
+            return nil
+        }
         return TokenView(chars: UnsafeBufferPointer(rebasing: chars[..<charCount]),
                          charUnits: UnsafeBufferPointer(rebasing: charUnits[..<charCount]),
                          words: UnsafeBufferPointer(rebasing: spans[..<spanCount]))
     }
 
-    private static func scan(_ units: UnsafeBufferPointer<TextNormalizer.Unit>, chars: UnsafeMutableBufferPointer<UInt32>,
-                             charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>,
-                             charCount: inout Int, spanCount: inout Int) {
+    /// False when `spans` is full before the message ends.
+    private static func scan<Units: FoldedUnits>(_ units: Units, chars: UnsafeMutableBufferPointer<UInt32>,
+                                                 charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>,
+                                                 charCount: inout Int, spanCount: inout Int) -> Bool {
         let count = units.count
         var index = 0
         // Start of a pending run of one-letter words to join, or -1.
@@ -104,6 +108,7 @@ enum Tokenizer {
                     var end = index
                     while end < count, isLeetSymbol(end) { end += 1 }
                     if end - index >= 3, end == count || units[end].kind == .separator {
+                        guard spanCount < spans.count else { return false }
                         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
                         let charStart = charCount
                         for position in index..<end {
@@ -203,6 +208,7 @@ enum Tokenizer {
                     hash = hash &* 0x100_0000_01b3
                 }
             }
+            guard spanCount < spans.count else { return false }
             var trailing = end
             if hasLetter {
                 while trailing < count, isLeetSymbol(trailing) { trailing += 1 }
@@ -232,6 +238,7 @@ enum Tokenizer {
             index = end
         }
         if singlesStart >= 0 { joinSingles(upTo: spanCount) }
+        return true
     }
 
     private static func isLetterLike(_ char: UInt32) -> Bool { char >= 0x61 && char <= 0x7A || char > 0x7F }
