@@ -47,6 +47,32 @@ struct AhoCorasick: Sendable {
 
     var isEmpty: Bool { fail.count == 1 }
 
+    /// The automaton's tables as raw views, for a scan that steps it letter by letter (valid inside `withStepper`).
+    struct Stepper {
+        fileprivate let next: UnsafeBufferPointer<Int32>
+        fileprivate let output: UnsafeBufferPointer<Int64>
+
+        /// The state after `letter` (0 for a … 25 for z).
+        @inline(__always) func step(_ state: Int32, _ letter: UInt32) -> Int32 { next[Int(state) &* 26 &+ Int(letter)] }
+
+        /// Whether a root ends at `state`.
+        @inline(__always) func hasOutput(_ state: Int32) -> Bool { output[Int(state)] >= 0 }
+    }
+
+    func withStepper<Result>(_ body: (Stepper) -> Result) -> Result {
+        next.withUnsafeBufferPointer { next in
+            output.withUnsafeBufferPointer { output in body(Stepper(next: next, output: output)) }
+        }
+    }
+
+    /// The root found when a scan stopped at `state` just before offset `end` (as `firstMatch` gives it);
+    /// nil for state 0.
+    func hit(state: Int32, end: Int32) -> (Int, Int, Int)? {
+        let found = output[Int(state)]
+        guard state > 0, found >= 0 else { return nil }
+        return (Int(found >> 32), Int(end) - Int(found & 0xFFFF_FFFF), Int(end))
+    }
+
     /// The first root found (value, start, end) in a word of a–z letters; nil if none or other characters.
     /// Offsets are relative to `start`.
     func firstMatch(in chars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int) -> (Int, Int, Int)? {

@@ -135,16 +135,19 @@ public struct ProfanityFilter: Sendable {
                 // Room for `fewSpans` words first (a temporary allocation stays on the stack up to 1 KiB); a message
                 // with more words is cut again with room for the most it can have.
                 let most = Tokenizer.spanCapacity(units: count)
-                if most > Self.fewSpans, let verdict = withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: Self.fewSpans, { spans in
-                    Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans).map { judge(text, units: units, tokens: $0) }
-                }) {
-                    return verdict
-                }
-                return withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: most) { spans in
-                    guard let tokens = Tokenizer.tokens(units, chars: chars, charUnits: charUnits, spans: spans) else {
-                        preconditionFailure("a message of \(count) units made more than \(most) words")
+                return compounds.withStepper { automaton in
+                    if most > Self.fewSpans, let verdict = withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: Self.fewSpans, { spans in
+                        Tokenizer.tokens(units, compounds: automaton, chars: chars, charUnits: charUnits, spans: spans)
+                            .map { judge(text, units: units, tokens: $0) }
+                    }) {
+                        return verdict
                     }
-                    return judge(text, units: units, tokens: tokens)
+                    return withUnsafeTemporaryAllocation(of: TokenSpan.self, capacity: most) { spans in
+                        guard let tokens = Tokenizer.tokens(units, compounds: automaton, chars: chars, charUnits: charUnits, spans: spans) else {
+                            preconditionFailure("a message of \(count) units made more than \(most) words")
+                        }
+                        return judge(text, units: units, tokens: tokens)
+                    }
                 }
             }
         }
@@ -264,7 +267,7 @@ public struct ProfanityFilter: Sendable {
         let start = Int(span.charStart)
         let end = Int(span.charEnd)
         // Almost no word has a '*' inside: it is looked for before anything is copied.
-        guard end - start >= 3, tokens.chars[(start + 1)..<(end - 1)].contains(0x2A) else { return nil }
+        guard end - start >= 3, span.mayHaveStar, tokens.chars[(start + 1)..<(end - 1)].contains(0x2A) else { return nil }
         var chars = Array(tokens.chars[start..<end])
         let slots = chars.indices.filter { chars[$0] == 0x2A }
         // Masks inside the word only: a star at either end is emphasis ("*hit*", "*sigh*"), not a hidden letter.
@@ -329,7 +332,9 @@ public struct ProfanityFilter: Sendable {
                 }
             }
         }
-        guard end - start >= 4, let (entry, from, to) = compounds.firstMatch(in: chars, start, end) else { return nil }
+        guard end - start >= 4,
+              let (entry, from, to) = span.compoundState >= 0 ? compounds.hit(state: span.compoundState, end: span.compoundEnd)
+                                                              : compounds.firstMatch(in: chars, start, end) else { return nil }
         let first = tokens.charUnits[start + from]
         let last = tokens.charUnits[start + to - 1]
         return match(entry, start: units[Int(first)].start, end: units[Int(last)].end)

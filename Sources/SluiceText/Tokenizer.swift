@@ -13,6 +13,12 @@ struct TokenSpan {
     var trailing: Int32 = 0
     /// Longest run of one repeated character (1 when none repeat).
     var longestRun: Int32 = 1
+    /// Whether a '*' may be among the letters (a masked letter to try); false only when the tokenizer saw none.
+    var mayHaveStar = true
+    /// The compound automaton run over the word as the tokenizer wrote it: the state of its first hit and the
+    /// offset after it (state 0: no compound root in the word), or -1 when not run for this span.
+    var compoundState: Int32 = -1
+    var compoundEnd: Int32 = 0
 
     var length: Int { Int(charEnd - charStart) }
 }
@@ -35,13 +41,13 @@ enum Tokenizer {
     /// Cuts `units` into words written to the scratch buffers (`chars` and `charUnits` hold `units.count`);
     /// the view covers what this message wrote. Nil when the message has more words than `spans` holds (never
     /// with `spanCapacity(units:)`).
-    static func tokens<Units: FoldedUnits>(_ units: Units, chars: UnsafeMutableBufferPointer<UInt32>,
+    static func tokens<Units: FoldedUnits>(_ units: Units, compounds: AhoCorasick.Stepper, chars: UnsafeMutableBufferPointer<UInt32>,
                                            charUnits: UnsafeMutableBufferPointer<Int32>,
                                            spans: UnsafeMutableBufferPointer<TokenSpan>) -> TokenView? {
         precondition(chars.count >= units.count && charUnits.count >= units.count, "token scratch buffers too small")
         var charCount = 0
         var spanCount = 0
-        guard scan(units, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount) else {
+        guard scan(units, compounds: compounds, chars: chars, charUnits: charUnits, spans: spans, charCount: &charCount, spanCount: &spanCount) else {
             return nil
         }
         return TokenView(chars: UnsafeBufferPointer(rebasing: chars[..<charCount]),
@@ -50,7 +56,7 @@ enum Tokenizer {
     }
 
     /// False when `spans` is full before the message ends.
-    private static func scan<Units: FoldedUnits>(_ units: Units, chars: UnsafeMutableBufferPointer<UInt32>,
+    private static func scan<Units: FoldedUnits>(_ units: Units, compounds: AhoCorasick.Stepper, chars: UnsafeMutableBufferPointer<UInt32>,
                                                  charUnits: UnsafeMutableBufferPointer<Int32>, spans: UnsafeMutableBufferPointer<TokenSpan>,
                                                  charCount: inout Int, spanCount: inout Int) -> Bool {
         let count = units.count
@@ -141,6 +147,12 @@ enum Tokenizer {
             var longestRun: Int32 = 1
             var run: Int32 = 1
             var previous: UInt32 = 0xFFFF_FFFF
+            var hasStar = false
+            // The compound automaton, stepped while the word is plain a–z letters and has no hit yet.
+            var automaton: Int32 = 0
+            var automatonRuns = true
+            var compoundState: Int32 = 0
+            var compoundEnd: Int32 = 0
             var end = index
             while end < count {
                 let unit = units[end]
@@ -163,6 +175,7 @@ enum Tokenizer {
                         guard runEnd < count, isWordPart(runEnd) else { break }
                     }
                     hasOther = true
+                    if unit.char == 0x2A { hasStar = true }
                 } else if unit.kind == .digit {
                     hasOther = true
                 } else {
@@ -179,6 +192,19 @@ enum Tokenizer {
                 }
                 hash ^= UInt64(unit.char)
                 hash = hash &* 0x100_0000_01b3
+                if automatonRuns {
+                    let letter = unit.char &- 0x61
+                    if letter < 26 {
+                        automaton = compounds.step(automaton, letter)
+                        if compounds.hasOutput(automaton) {
+                            compoundState = automaton
+                            compoundEnd = Int32(charCount + 1 - charStart)
+                            automatonRuns = false
+                        }
+                    } else {
+                        automatonRuns = false
+                    }
+                }
                 charCount += 1
                 end += 1
             }
@@ -196,8 +222,25 @@ enum Tokenizer {
                 hash = 0xcbf2_9ce4_8422_2325
                 longestRun = 1
                 run = 1
+                automaton = 0
+                automatonRuns = true
+                compoundState = 0
+                compoundEnd = 0
                 for position in charStart..<charCount {
                     if let mapped = TextNormalizer.leet(chars[position]) { chars[position] = mapped }
+                    if automatonRuns {
+                        let letter = chars[position] &- 0x61
+                        if letter < 26 {
+                            automaton = compounds.step(automaton, letter)
+                            if compounds.hasOutput(automaton) {
+                                compoundState = automaton
+                                compoundEnd = Int32(position + 1 - charStart)
+                                automatonRuns = false
+                            }
+                        } else {
+                            automatonRuns = false
+                        }
+                    }
                     if position > charStart, chars[position] == chars[position - 1] {
                         run += 1
                         if run > longestRun { longestRun = run }
@@ -216,7 +259,8 @@ enum Tokenizer {
             }
             spans[spanCount] = TokenSpan(charStart: Int32(charStart), charEnd: Int32(charCount),
                                          unitStart: Int32(index), unitEnd: Int32(end), hash: hash, trailing: Int32(trailing - end),
-                                         longestRun: longestRun)
+                                         longestRun: longestRun, mayHaveStar: hasStar, compoundState: compoundState,
+                                         compoundEnd: compoundEnd)
             spanCount += 1
             // Runs of one-letter words split by exactly one separator ("f u c k", "f.u.c.k").
             let isSingle = charCount - charStart == 1 && isLetterLike(chars[charStart])
