@@ -42,14 +42,41 @@ public struct PriorityScorer: Sendable {
                                              "eight": 8, "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
                                              "fifty": 50, "sixty": 60, "half": 30, "quarter": 15, "couple": 2, "few": 3]
     /// Words before a clock time that make it the time now ("it's 2:40", "its 5:50") rather than a deadline.
-    static let nowWords: Set<String> = ["it", "its", "now"]
+    static let nowWords: Set<String> = ["it", "its", "now"] // `clockNow` spells these out: keep them equal
     /// Words before a clock time that make it a deadline or a start ("at 3", "by 4").
     static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at", "is"]
+
+    /// An indicator's kind (the third TSV column), as an index into `kinds`, so a message's sums are an array.
+    enum Kind: Int, CaseIterable, Sendable {
+        case urgent, emergency, deadline, escalation, negative, hedge, immediate, blocking, request, today, soon, celebration, benign,
+             followup, smalltalk
+        /// A kind `kinds` does not list (an indicator built in code): shown, summed apart, never read.
+        case other
+
+        init?(name: String) {
+            guard let index = PriorityScorer.kinds.firstIndex(of: name) else { return nil }
+            self.init(rawValue: index)
+        }
+
+        /// Kinds that calm or merely describe a message: a negation before them does not undo them.
+        var isCalming: Bool {
+            switch self {
+            case .negative, .hedge, .benign, .celebration, .request, .today, .soon, .followup, .smalltalk: true
+            case .urgent, .emergency, .deadline, .escalation, .immediate, .blocking, .other: false
+            }
+        }
+    }
+
+    /// An indicator with its kind resolved.
+    struct Phrase: Sendable {
+        var indicator: Indicator
+        var kind: Kind
+    }
 
     /// What the scorer knows about one word: the indicators starting with it and its roles, so each word of
     /// a message costs one hash lookup.
     struct Entry: Sendable {
-        var indicators: [Indicator] = []
+        var indicators: [Phrase] = []
         var roles: Roles = []
     }
 
@@ -59,6 +86,7 @@ public struct PriorityScorer: Sendable {
         static let duration = Roles(rawValue: 2)
         static let timeWord = Roles(rawValue: 4)
         static let unit = Roles(rawValue: 8)
+        static let weekday = Roles(rawValue: 16)
         static let negator = Roles(rawValue: 32)
     }
 
@@ -66,10 +94,12 @@ public struct PriorityScorer: Sendable {
         var lexicon: [String: Entry] = [:]
         // Longest phrase first: "passed out" wins over "passed" where both start.
         for indicator in indicators.sorted(by: { $0.phrase.count > $1.phrase.count }) {
-            if let first = indicator.phrase.first { lexicon[first, default: Entry()].indicators.append(indicator) }
+            if let first = indicator.phrase.first {
+                lexicon[first, default: Entry()].indicators.append(Phrase(indicator: indicator, kind: Kind(name: indicator.kind) ?? .other))
+            }
         }
         let roles: [(Set<String>, Roles)] = [(Self.deadlineWords, .deadline), (Self.durationWords, .duration), (Self.timeWords, .timeWord),
-                                             (Self.units, .unit), (Self.negators, .negator)]
+                                             (Self.units, .unit), (Self.weekdays, .weekday), (Self.negators, .negator)]
         for (words, role) in roles {
             for word in words { lexicon[word, default: Entry()].roles.insert(role) }
         }
@@ -105,7 +135,9 @@ public struct PriorityScorer: Sendable {
 
     /// What one text says: indicator weights by kind, the labels that explain them, and the shape of the message.
     struct Signals {
-        var weights: [String: Int] = [:]
+        /// Sum of weights per kind (`Kind.rawValue`), and which kinds were found at all (a sum can be 0).
+        var weights = InlineArray<16, Int>(repeating: 0)
+        var present: UInt16 = 0
         var found: [(weight: Int, label: String)] = []
         var negated: [String] = []
         var categories: [String: Int] = [:]
@@ -119,8 +151,8 @@ public struct PriorityScorer: Sendable {
         /// A weekday is named ("thursday", "fri").
         var namesDay = false
 
-        func has(_ kind: String) -> Bool { weights[kind] != nil }
-        func sum(_ kind: String) -> Int { weights[kind] ?? 0 }
+        func has(_ kind: Kind) -> Bool { present & (1 << kind.rawValue) != 0 }
+        func sum(_ kind: Kind) -> Int { weights[kind.rawValue] }
     }
 
     func signals(_ text: String) -> Signals {
@@ -129,24 +161,29 @@ public struct PriorityScorer: Sendable {
         func has(_ position: Int, _ role: Roles) -> Bool { entries[position]?.roles.contains(role) == true }
         var signals = Signals()
         signals.wordCount = words.count
-        signals.namesDay = words.contains { Self.weekdays.contains($0) }
-        func add(_ weight: Int, _ kind: String, _ label: String, category: String? = nil) {
-            signals.weights[kind, default: 0] += weight
+        signals.namesDay = entries.contains { $0?.roles.contains(.weekday) == true }
+        func add(_ weight: Int, _ kind: Kind, _ label: String, category: String? = nil) {
+            signals.weights[kind.rawValue] += weight
+            signals.present |= 1 << kind.rawValue
             signals.found.append((weight, label))
             if let category { signals.categories[category, default: 0] += max(1, abs(weight)) }
         }
         var index = 0
         while index < words.count {
             var matched = 0
-            for indicator in entries[index]?.indicators ?? [] {
-                guard index + indicator.phrase.count <= words.count,
-                      words[index..<(index + indicator.phrase.count)].elementsEqual(indicator.phrase) else { continue }
-                let calming = ["negative", "hedge", "benign", "celebration", "request", "today", "soon", "followup", "smalltalk"].contains(indicator.kind)
-                let negated = !calming && (max(0, index - 2)..<index).contains { has($0, .negator) }
+            let candidates = entries[index]?.indicators ?? []
+            // By position: a phrase is copied only when it matches.
+            for candidate in candidates.indices {
+                let length = candidates[candidate].indicator.phrase.count
+                guard index + length <= words.count,
+                      words[index..<(index + length)].elementsEqual(candidates[candidate].indicator.phrase) else { continue }
+                let phrase = candidates[candidate]
+                let indicator = phrase.indicator
+                let negated = !phrase.kind.isCalming && (max(0, index - 2)..<index).contains { has($0, .negator) }
                 if negated {
                     signals.negated.append("negated: \(indicator.label)")
                 } else {
-                    add(indicator.weight, indicator.kind, "\(indicator.kind): \(indicator.label)", category: indicator.category)
+                    add(indicator.weight, phrase.kind, "\(indicator.kind): \(indicator.label)", category: indicator.category)
                 }
                 matched = indicator.phrase.count
                 break
@@ -158,13 +195,13 @@ public struct PriorityScorer: Sendable {
         for index in words.indices {
             if has(index, .deadline), index + 2 < words.count, words[index + 1] == "the", Self.isOrdinal(words[index + 2]) {
                 // "by the 30th": a date, days away.
-                add(15, "deadline", "deadline: \(words[index]) the \(words[index + 2])")
+                add(15, .deadline, "deadline: \(words[index]) the \(words[index + 2])")
             } else if has(index, .deadline), index + 2 < words.count, ["next", "this"].contains(words[index + 1]), has(index + 2, .timeWord) {
                 // "by next friday", "before this weekend": days away.
-                add(15, "deadline", "deadline: \(words[index]) \(words[index + 1]) \(words[index + 2])")
+                add(15, .deadline, "deadline: \(words[index]) \(words[index + 1]) \(words[index + 2])")
             } else if has(index, .deadline), index + 1 < words.count, Self.isClockTime(words[index + 1]) || has(index + 1, .timeWord) {
                 let label = words[index...min(index + 2, words.count - 1)].prefix { $0 != "and" }.joined(separator: " ")
-                add(25, "deadline", "deadline: \(label)")
+                add(25, .deadline, "deadline: \(label)")
                 if Self.isClockTime(words[index + 1]) { signals.clockDeadline = true }
             } else if has(index, .duration), index + 1 < words.count, let amount = Self.number(words, at: index + 1) {
                 // "half an hour": the unit comes after "an".
@@ -177,11 +214,15 @@ public struct PriorityScorer: Sendable {
                 let minutes = ["half", "quarter"].contains(words[index + 1]) ? amount : word.hasPrefix("h") ? amount * 60 : word.hasPrefix("d") ? amount * 1440 : word.hasPrefix("w") ? amount * 10_080
                     : word.hasPrefix("s") ? 0 : amount
                 signals.minutes = min(signals.minutes ?? .max, minutes)
-                add(minutes <= 60 ? 25 : 15, "deadline", "deadline: \(words[index...min(index + (unit == nil ? 1 : 2), words.count - 1)].joined(separator: " "))")
+                add(minutes <= 60 ? 25 : 15, .deadline, "deadline: \(words[index...min(index + (unit == nil ? 1 : 2), words.count - 1)].joined(separator: " "))")
             }
         }
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
-        if let now = Self.clockNow(words) {
+        // Only a word starting with a number, or "quarter" / "half", can say the time.
+        let mayTellTime = words.contains { word in
+            word.utf8.first.map { ($0 >= 0x30 && $0 <= 0x39) || $0 >= 0x80 } == true || word == "quarter" || word == "half"
+        }
+        if mayTellTime, let now = Self.clockNow(words) {
             for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1]) {
                 let spoken = Self.spokenClock(words, at: index, now: now)
                 guard spoken != nil || Self.isClockTime(words[index]) || words[index] == "noon" || words[index] == "midnight",
@@ -190,7 +231,7 @@ public struct PriorityScorer: Sendable {
                 if ahead > 0 && ahead <= 60 {
                     signals.minutes = min(signals.minutes ?? .max, ahead)
                     let said = words[index..<(index + (spoken?.wordCount ?? 1))].joined(separator: " ")
-                    add(25, "deadline", "deadline: \(words[index - 1]) \(said), \(ahead) min from now")
+                    add(25, .deadline, "deadline: \(words[index - 1]) \(said), \(ahead) min from now")
                 }
             }
         }
@@ -208,7 +249,7 @@ public struct PriorityScorer: Sendable {
         signals.shouting = letters >= 8 && Double(capitals) / Double(letters) >= 0.7
         signals.question = text.utf8.contains(UInt8(ascii: "?"))
         // "can you go now": "now" in a request means act within minutes (on its own, "in a taxi now", it does not).
-        if signals.has("request"), words.contains("now"), !signals.has("immediate") { add(15, "immediate", "immediate: asked for now") }
+        if signals.has(.request), words.contains("now"), !signals.has(.immediate) { add(15, .immediate, "immediate: asked for now") }
         return signals
     }
 
@@ -220,40 +261,40 @@ public struct PriorityScorer: Sendable {
         let t = signals(text)
         let c = context.map(signals)
         var found = t.found
-        let emergency = t.sum("emergency")
-        let calming = t.sum("negative") < 0
+        let emergency = t.sum(.emergency)
+        let calming = t.sum(.negative) < 0
         // "not an emergency, but …", "heads up": the message is not urgent, yet a request in it still wants an answer.
-        let hedged = t.has("hedge")
+        let hedged = t.has(.hedge)
         // "how was the trip?", "what are you reading?": a question that only makes conversation.
-        let chatting = t.has("smalltalk")
+        let chatting = t.has(.smalltalk)
         // Whether the earlier message wants something done (a request, a deadline, a problem).
-        let contextAsks = c.map { $0.has("request") || $0.has("deadline") || $0.has("today") || $0.has("soon") || $0.clockDeadline
-            || $0.has("blocking") || $0.sum("emergency") > 0 } ?? false
-        let benign = t.has("benign")
+        let contextAsks = c.map { $0.has(.request) || $0.has(.deadline) || $0.has(.today) || $0.has(.soon) || $0.clockDeadline
+            || $0.has(.blocking) || $0.sum(.emergency) > 0 } ?? false
+        let benign = t.has(.benign)
         // Every joyful emoji is outside the Basic Multilingual Plane (four UTF-8 bytes, the first 0xF0 or more), so a
         // text without one is not read scalar by scalar.
-        let celebrating = t.has("celebration")
+        let celebrating = t.has(.celebration)
             || (text.utf8.contains { $0 >= 0xF0 } && text.unicodeScalars.contains { $0.value >= 0x1_0000 && Self.joyful.contains($0) })
-        let request = t.has("request") || t.question
+        let request = t.has(.request) || t.question
         let withinHour = t.minutes.map { $0 <= 60 } ?? false
-        let explicit = t.sum("urgent") >= 30
-        let immediate = t.has("immediate") || withinHour || explicit
-        let blocking = t.has("blocking")
-        let day = t.has("today") || t.clockDeadline
+        let explicit = t.sum(.urgent) >= 30
+        let immediate = t.has(.immediate) || withinHour || explicit
+        let blocking = t.has(.blocking)
+        let day = t.has(.today) || t.clockDeadline
         // A request that names a day ("could you look at my slides, presenting thursday morning") has a deadline.
-        let later = t.has("soon") || (t.has("deadline") && !withinHour && !day) || (t.has("request") && t.namesDay)
-        let contextHot = c.map { $0.sum("emergency") >= 30 || $0.has("blocking") || $0.has("immediate") || ($0.minutes ?? .max) <= 60 } ?? false
-        let followUp = t.wordCount <= 12 && (t.question || t.has("followup") || t.has("request"))
+        let later = t.has(.soon) || (t.has(.deadline) && !withinHour && !day) || (t.has(.request) && t.namesDay)
+        let contextHot = c.map { $0.sum(.emergency) >= 30 || $0.has(.blocking) || $0.has(.immediate) || ($0.minutes ?? .max) <= 60 } ?? false
+        let followUp = t.wordCount <= 12 && (t.question || t.has(.followup) || t.has(.request))
 
-        var urgency = t.sum("urgent") + (benign ? 0 : emergency) + t.sum("escalation") + t.sum("immediate") + t.sum("blocking")
+        var urgency = t.sum(.urgent) + (benign ? 0 : emergency) + t.sum(.escalation) + t.sum(.immediate) + t.sum(.blocking)
         if withinHour { urgency += 50 }
         if explicit { urgency += 15 }
         if request && (emergency >= 25 || blocking || immediate) {
             urgency += 15
             found.append((15, "asked to act on it"))
         }
-        if t.shouting && (emergency > 0 || immediate || t.has("urgent") || blocking || t.has("request")) && !celebrating {
-            let points = t.has("request") ? 35 : 20
+        if t.shouting && (emergency > 0 || immediate || t.has(.urgent) || blocking || t.has(.request)) && !celebrating {
+            let points = t.has(.request) ? 35 : 20
             urgency += points
             found.append((points, "shouting in capitals"))
         }
@@ -265,31 +306,31 @@ public struct PriorityScorer: Sendable {
             urgency += 60
             found.append((60, "follow-up on an urgent earlier message"))
         }
-        if calming { urgency += t.sum("negative") }
-        urgency += t.sum("hedge")
+        if calming { urgency += t.sum(.negative) }
+        urgency += t.sum(.hedge)
         if benign || celebrating { urgency -= 40 }
 
         let band: String
         if urgency >= Self.highAt {
             band = "high"
-        } else if (benign && !t.has("request")) || (celebrating && !((request || t.has("deadline")) && (day || later))) || (calming && !day && !later)
+        } else if (benign && !t.has(.request)) || (celebrating && !((request || t.has(.deadline)) && (day || later))) || (calming && !day && !later)
                     || (hedged && !(request || day || later))
-                    || (chatting && !contextAsks && !(day || immediate || blocking || emergency >= 25 || t.has("deadline"))) {
+                    || (chatting && !contextAsks && !(day || immediate || blocking || emergency >= 25 || t.has(.deadline))) {
             band = "low"
         } else if c != nil, followUp, !contextHot,
-                  !(day || later || immediate || blocking || emergency >= 15 || t.has("urgent") || t.has("deadline")) {
+                  !(day || later || immediate || blocking || emergency >= 15 || t.has(.urgent) || t.has(.deadline)) {
             // "any update??", "news?": as pressing as what it follows up — low after small talk, good news or a
             // plain remark, medium after a request, a deadline or a problem.
-            let contextChats = c.map { $0.has("smalltalk") || $0.has("celebration") } ?? false
-            let contextCalm = c.map { $0.sum("negative") < 0 && !($0.has("deadline") || $0.has("today") || $0.has("soon")) } ?? false
-            band = contextCalm ? "low" : contextAsks ? "medium" : (contextChats || t.has("followup")) ? "low" : "medium"
-        } else if request || day || later || immediate || t.has("deadline") || blocking || emergency >= 15 || t.has("urgent")
-                    || t.sum("escalation") >= 15 {
+            let contextChats = c.map { $0.has(.smalltalk) || $0.has(.celebration) } ?? false
+            let contextCalm = c.map { $0.sum(.negative) < 0 && !($0.has(.deadline) || $0.has(.today) || $0.has(.soon)) } ?? false
+            band = contextCalm ? "low" : contextAsks ? "medium" : (contextChats || t.has(.followup)) ? "low" : "medium"
+        } else if request || day || later || immediate || t.has(.deadline) || blocking || emergency >= 15 || t.has(.urgent)
+                    || t.sum(.escalation) >= 15 {
             band = "medium"
         } else {
             band = "low"
         }
-        if request && band != "low" { found.append((10, t.has("request") ? "request" : "direct question awaiting an answer")) }
+        if request && band != "low" { found.append((10, t.has(.request) ? "request" : "direct question awaiting an answer")) }
         let score: Int
         switch band {
         case "high": score = 70 + min(30, max(0, urgency - Self.highAt) / 2)
@@ -297,7 +338,7 @@ public struct PriorityScorer: Sendable {
         default: score = max(0, min(19, urgency / 3 + (request ? 5 : 0)))
         }
         let category = Self.category(t, context: c, celebrating: celebrating, band: band)
-        let timeframe = band == "high" ? "immediate" : band == "medium" ? (day || t.has("today") ? "today" : "soon") : "none"
+        let timeframe = band == "high" ? "immediate" : band == "medium" ? (day || t.has(.today) ? "today" : "soon") : "none"
         let margin = band == "high" ? score - 70 : band == "medium" ? min(score - 20, 69 - score) : 19 - score
         let confidence = margin >= 15 ? "high" : margin >= 6 ? "medium" : "low"
         let positives = found.filter { $0.weight > 0 }.map(\.label)
@@ -427,7 +468,7 @@ public struct PriorityScorer: Sendable {
             let after = index + 1 < words.count && words[index + 1] == "now"
             if before || after { return clockMinutes(words[index]) }
         }
-        for index in words.indices.dropFirst() where nowWords.contains(words[index - 1]) {
+        for index in words.indices.dropFirst() where words[index - 1] == "it" || words[index - 1] == "its" || words[index - 1] == "now" {
             if let spoken = spokenClock(words, at: index, now: nil) { return spoken.minutes }
         }
         return nil
@@ -455,10 +496,24 @@ public struct PriorityScorer: Sendable {
         return (((before ? hourStart - offset : hourStart + offset) % 720 + 720) % 720, named == nil ? 2 : 3)
     }
 
+    /// The leading run of characters that are numbers (`Character.isNumber`); an ASCII word is read byte by byte.
+    static func leadingNumbers(_ word: String) -> Substring {
+        let ascii: Int?? = word.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard let first = bytes.first, first < 0x80 else { return bytes.isEmpty ? 0 : nil }
+            var count = 0
+            while count < bytes.count, bytes[count] >= 0x30, bytes[count] <= 0x39 { count += 1 }
+            // A non-ASCII character right after the digits may still be a number ("3½"): the slow path decides.
+            if count < bytes.count, bytes[count] >= 0x80 { return nil }
+            return count
+        }
+        if case let count?? = ascii { return word.prefix(count) }
+        return word.prefix { $0.isNumber }
+    }
+
     /// Minutes past 12 (o'clock on a 12-hour dial) of "3", "315", "2:40" (folded to "240"), "5pm".
     static func clockMinutes(_ word: String) -> Int? {
         if word == "noon" || word == "midnight" { return 0 }
-        let digits = word.prefix { $0.isNumber }
+        let digits = leadingNumbers(word)
         guard let value = Int(digits) else { return nil }
         let (hour, minute) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
         guard hour <= 24, minute < 60 else { return nil }
@@ -467,7 +522,7 @@ public struct PriorityScorer: Sendable {
 
     /// "1st", "22nd", "30th".
     static func isOrdinal(_ word: String) -> Bool {
-        let digits = word.prefix { $0.isNumber }
+        let digits = leadingNumbers(word)
         return (1...2).contains(digits.count) && ["st", "nd", "rd", "th"].contains(String(word.dropFirst(digits.count)))
     }
 
@@ -475,7 +530,7 @@ public struct PriorityScorer: Sendable {
 
     /// Words are already folded to lowercase.
     static func isClockTime(_ word: String) -> Bool {
-        let digits = word.prefix { $0.isNumber }
+        let digits = leadingNumbers(word)
         guard !digits.isEmpty, digits.count <= 4 else { return false }
         let rest = word.dropFirst(digits.count)
         return rest.isEmpty || rest == "am" || rest == "pm" || rest == "h"

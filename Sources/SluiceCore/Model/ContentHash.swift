@@ -8,24 +8,40 @@ public enum ContentHash {
         hex(SHA256.hash(data: data), bytes: 32)
     }
 
+    /// The whole digest of a string's UTF-8 (a text's content hash), without copying it into `Data` first.
+    public static func sha256(utf8 text: String) -> String {
+        var text = text
+        return text.withUTF8 { hex(SHA256.hash(data: UnsafeRawBufferPointer($0)), bytes: 32) }
+    }
+
     /// The first `bytes` bytes of the digest as hex.
     public static func sha256Prefix<Bytes: DataProtocol>(_ data: Bytes, bytes: Int) -> String {
         hex(SHA256.hash(data: data), bytes: bytes)
     }
 
     private static func hex(_ digest: SHA256.Digest, bytes: Int) -> String {
-        hex(digest.prefix(bytes))
+        digest.withUnsafeBytes { raw in
+            let count = min(bytes, raw.count)
+            return String(unsafeUninitializedCapacity: count * 2) { text in
+                for index in 0..<count {
+                    text[index * 2] = hexDigit(raw[index] >> 4)
+                    text[index * 2 + 1] = hexDigit(raw[index] & 0x0F)
+                }
+                return count * 2
+            }
+        }
     }
 
     /// Bytes as lower-case hex, two characters each (also how PDQ hashes are written).
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+            text.append(hexDigit(byte >> 4))
+            text.append(hexDigit(byte & 0x0F))
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x61 + nibble - 10 }
 }

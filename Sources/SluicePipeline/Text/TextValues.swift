@@ -47,7 +47,7 @@ public struct ParsedMessage: ItemFacts {
     }
 
     /// SHA-256 of the text: the same id with the same text is a no-op. Computed when recorded, not on the way.
-    public var contentHash: String { ContentHash.sha256(Data(content.text.utf8)) }
+    public var contentHash: String { ContentHash.sha256(utf8: content.text) }
 
     public func record(into item: inout Item, scope: RecordScope) {
         guard scope == .upload else { return }
