@@ -8,7 +8,7 @@ import SluicePipeline
 /// rejected naming file and line); a finished file moves to `queues/text/done/`. Replaying a file after a crash
 /// is a no-op for lines already recorded (same id and same text), so no line is lost or counted twice.
 public struct TextQueueIngestor: Sendable {
-    static let batchSize = 500
+    static let batchSize = 2_000
     /// Batches queued for the writer while the next is judged.
     static let writesAhead = 2
 

@@ -17,13 +17,19 @@ extension SQLiteStore {
         "textKind", "textSource", "textVerdict", "priority", "recipientId", "conversationId", "sentAt", "members", "conversation",
     ]
 
-    /// The upsert of a text item: its columns bound, every other column of the table set to NULL.
-    static func upsertTextItemSQL(_ db: Database) throws -> String {
+    /// The upsert of `rows` text items in one statement: their columns bound, every other column of the table set
+    /// to NULL. Rows are inserted in order, so a later row is the one that stays.
+    static func upsertTextItemsSQL(_ db: Database, rows: Int) throws -> String {
         let others = try db.columns(in: "item").map(\.name).filter { !textColumns.contains($0) }
-        return "INSERT INTO item (\(textColumns.joined(separator: ", "))) VALUES (\(placeholders(textColumns.count))) "
-            + "ON CONFLICT(id) DO UPDATE SET " + (textColumns.dropFirst().map { "\($0) = excluded.\($0)" } + others.map { "\($0) = NULL" })
+        return "INSERT INTO item (\(textColumns.joined(separator: ", "))) VALUES "
+            + Array(repeating: "(\(placeholders(textColumns.count)))", count: rows).joined(separator: ", ")
+            + " ON CONFLICT(id) DO UPDATE SET " + (textColumns.dropFirst().map { "\($0) = excluded.\($0)" } + others.map { "\($0) = NULL" })
             .joined(separator: ", ")
     }
+
+    /// Text items written per statement (with their events): SQLite's own work per row stays, GRDB's per-statement
+    /// work (reset, bindings, execution hooks) is paid once for them. 25 × 20 columns = 500 arguments.
+    static let rowsPerStatement = 25
 
     /// Whether an item has nothing outside `textColumns` (every text queue line).
     static func usesTextColumnsOnly(_ item: Item) -> Bool {
@@ -33,7 +39,13 @@ extension SQLiteStore {
             && item.reused == nil
     }
 
-    static let insertEventSQL = "INSERT INTO event (itemId, at, type, fromStatus, toStatus, stage, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    static let insertEventSQL = insertEventsSQL(rows: 1)
+
+    /// `rows` events in one statement.
+    static func insertEventsSQL(rows: Int) -> String {
+        "INSERT INTO event (itemId, at, type, fromStatus, toStatus, stage, detail) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+    }
 
     /// The batch's stored rows, by id: when each was created, how many attempts it had, its status and content hash.
     static let previousRowsSQL = "SELECT id, createdAt, attempts, status, contentHash FROM item WHERE id IN (SELECT value FROM json_each(?))"
@@ -52,8 +64,20 @@ extension SQLiteStore {
                 previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
             }
         }
-        let upsertText = try db.cachedStatement(sql: upsertTextItemSQL(db))
         let event = try db.cachedStatement(sql: insertEventSQL)
+        // Text items wait here until `rowsPerStatement` of them (or another kind of item, or the end) are written
+        // together, then their events; rows and events keep the batch's order.
+        var itemArguments: [(any DatabaseValueConvertible)?] = []
+        var eventArguments: [(any DatabaseValueConvertible)?] = []
+        var waiting = 0
+        func writeWaiting() throws {
+            guard waiting > 0 else { return }
+            try db.cachedStatement(sql: upsertTextItemsSQL(db, rows: waiting)).execute(arguments: StatementArguments(itemArguments))
+            try db.cachedStatement(sql: insertEventsSQL(rows: waiting)).execute(arguments: StatementArguments(eventArguments))
+            itemArguments.removeAll(keepingCapacity: true)
+            eventArguments.removeAll(keepingCapacity: true)
+            waiting = 0
+        }
         var written = 0
         for item in items {
             let id = item.id.rawValue
@@ -63,26 +87,31 @@ extension SQLiteStore {
             let updatedAt = StorageDate.string(item.updatedAt)
             let createdAt = before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue
             let attempts = before.map { $0.attempts + 1 } ?? item.attempts
+            // A row written again in the same batch counts its own earlier write as the previous one.
+            previous[id] = (createdAt, attempts, item.status.rawValue, item.contentHash)
+            let eventRow: [(any DatabaseValueConvertible)?] = [id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason]
             if usesTextColumnsOnly(item) {
                 let content = item.content
-                let arguments: StatementArguments = [
+                itemArguments += [
                     id, item.kind.rawValue, item.userId, item.status.rawValue, item.reason, item.contentHash, attempts, createdAt, updatedAt,
                     content?.text, content?.context, content?.kind, content?.source, item.textVerdict?.canonicalJSON,
                     item.priority?.canonicalJSON, content?.recipientId, content?.conversationId, content?.sentAt.map(StorageDate.string),
                     content?.members.flatMap(ItemRow.json), item.conversation.flatMap(ItemRow.json),
-                ]
-                try upsertText.execute(arguments: arguments)
+                ] as [(any DatabaseValueConvertible)?]
+                eventArguments += eventRow
+                waiting += 1
+                if waiting == rowsPerStatement { try writeWaiting() }
             } else {
                 // Anything else (images, decided items: rare in a batch) is written by its record, as single verdicts are.
+                try writeWaiting()
                 var updated = item
                 updated.attempts = attempts
                 if let stored = before?.createdAt, let date = Date.fromDatabaseValue(stored) { updated.createdAt = date }
                 try ItemRow(updated).save(db)
+                try event.execute(arguments: StatementArguments(eventRow))
             }
-            // A row written again in the same batch counts its own earlier write as the previous one.
-            previous[id] = (createdAt, attempts, item.status.rawValue, item.contentHash)
-            try event.execute(arguments: [id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
         }
+        try writeWaiting()
         return written
     }
 }
