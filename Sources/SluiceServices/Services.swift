@@ -177,6 +177,8 @@ public struct Pipelines: Sendable {
             let llm = LLMPriorityEngine(config: config.priority, environment: environment, fallback: rules, logger: logger)
             providers.append(ProviderInRole(role: "priority", provider: llm))
             priority = llm
+        case .model:
+            priority = try modelEngine(config, scorer: rules.scorer)
         }
         var textClassifier: (any TextClassifier)?
         if config.text.classifier.kind != .none {
@@ -208,6 +210,15 @@ public struct Pipelines: Sendable {
             return try ProfanityFilter.load(config.text)
         } catch {
             throw ServicesError("cannot load wordlists: \(error)")
+        }
+    }
+
+    static func modelEngine(_ config: PipelineConfig, scorer: PriorityScorer) throws -> ModelPriorityEngine {
+        do {
+            return ModelPriorityEngine(model: try PriorityModel.load(directory: config.text.wordlistsDirectory, language: config.priority.language),
+                                       scorer: scorer)
+        } catch {
+            throw ServicesError("cannot load the priority model (priority.engine \"model\"): \(error)")
         }
     }
 

@@ -40,6 +40,9 @@ public enum PriorityEngineKind: String, ConfigChoice {
     case rules
     /// An OpenAI-compatible chat completion, falling back to the rules on any failure.
     case llm
+    /// Offline: a word model trained on the labelled messages (`Wordlists/priority-{language}.model.json`), checked
+    /// against the rules.
+    case model
     public static let role = "a priority engine"
 }
 

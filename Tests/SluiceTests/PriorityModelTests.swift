@@ -1,0 +1,115 @@
+import Foundation
+import SluiceCore
+import SluiceTesting
+import SluiceText
+import Testing
+
+/// `priority.engine: "model"`: the word model read from `Wordlists/priority-en.model.json` must give every labelled
+/// line the band (and the probabilities) scikit-learn gave it when `scripts/train-priority-model` trained it, and the
+/// engine must combine it with the rules as documented.
+@Suite struct PriorityModelTests {
+    static let wordlists = TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")
+    static let fixtures = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority")
+
+    struct Labelled: Decodable {
+        var id: String
+        var text: String
+        var context: String?
+        var band: String
+    }
+
+    struct Expected: Decodable {
+        var id: String
+        var band: String
+        var probabilities: [String: Double]
+    }
+
+    static func lines<T: Decodable>(_ file: URL, as type: T.Type) throws -> [T] {
+        try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map { try JSONDecoder().decode(T.self, from: Data($0.utf8)) }
+    }
+
+    static func labelled() throws -> [Labelled] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixtures.path)
+            .filter { $0.hasSuffix(".jsonl") && $0 != "model-expected.jsonl" }.sorted()
+        return try files.flatMap { try lines(fixtures.appendingPathComponent($0), as: Labelled.self) }
+    }
+
+    @Test func everyLabelledLineGetsTheBandScikitLearnGaveIt() throws {
+        let model = try PriorityModel.load(directory: Self.wordlists, language: "en")
+        let expected = Dictionary(uniqueKeysWithValues: try Self.lines(Self.fixtures.appendingPathComponent("model-expected.jsonl"),
+                                                                       as: Expected.self).map { ($0.id, $0) })
+        let labelled = try Self.labelled()
+        #expect(labelled.count >= 1_000)
+        #expect(expected.count == labelled.count, "model-expected.jsonl is stale: run scripts/train-priority-model")
+        var compared = 0
+        for line in labelled {
+            guard let want = expected[line.id] else {
+                Issue.record("\(line.id) has no expected band: run scripts/train-priority-model")
+                continue
+            }
+            let (band, probabilities) = model.band(line.text, context: line.context)
+            #expect(band == want.band, "\(line.id): \(line.text)")
+            for (index, name) in model.bands.enumerated() {
+                #expect(abs(probabilities[index] - (want.probabilities[name] ?? -1)) < 1e-4, "\(line.id) \(name)")
+            }
+            compared += 1
+        }
+        #expect(compared == labelled.count)
+    }
+
+    @Test func theEngineTakesTheModelsBandUnlessTheRulesSayTheOtherExtreme() async throws {
+        let model = try PriorityModel.load(directory: Self.wordlists, language: "en")
+        let scorer = try PriorityScorer.load(directory: Self.wordlists, language: "en")
+        let engine = ModelPriorityEngine(model: model, scorer: scorer)
+        var disagreements = 0
+        for line in try Self.labelled() {
+            let rules = scorer.score(line.text, context: line.context)
+            let predicted = model.band(line.text, context: line.context).band
+            let verdict = await engine.score(line.text, context: line.context)
+            let extremes = Set([predicted, rules.priority]) == ["high", "low"]
+            #expect(verdict.priority == (extremes ? "medium" : predicted), "\(line.id)")
+            #expect(verdict.engine == "model")
+            #expect(verdict.urgencyIndicators.last?.hasPrefix("model: ") == true)
+            #expect(["high", "medium", "low"].contains(verdict.confidence ?? ""))
+            #expect(["immediate", "today", "soon", "none"].contains(verdict.timeframe ?? ""))
+            #expect(verdict.priority != "high" || verdict.timeframe == "immediate")
+            #expect(verdict.recommendedAction?.isEmpty == false)
+            if extremes {
+                disagreements += 1
+                #expect(verdict.confidence == "low")
+                #expect(verdict.reason.contains("the word model said \(predicted), the rules \(rules.priority)"))
+            } else if verdict.priority == rules.priority {
+                #expect(verdict.urgencyScore == rules.urgencyScore)
+            }
+        }
+        #expect(disagreements > 0, "the fixtures no longer exercise a high/low disagreement")
+    }
+
+    /// The held-out file it never saw (README's figure): a floor, so a retrained model that reads new writers worse fails.
+    @Test func theHeldOutFileStaysAtItsMeasuredBand() async throws {
+        let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
+                                         scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"))
+        let lines = try Self.lines(Self.fixtures.appendingPathComponent("heldout-6.jsonl"), as: Labelled.self)
+        var right = 0
+        var swaps = 0
+        for line in lines {
+            let band = await engine.score(line.text, context: line.context).priority
+            if band == line.band { right += 1 }
+            if Set([band, line.band]) == ["high", "low"] { swaps += 1 }
+        }
+        #expect(Double(right) / Double(lines.count) >= 0.83)
+        #expect(swaps <= 4)
+    }
+
+    @Test func aMissingOrBrokenModelFileIsNamed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("priority-model-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in
+            "\(error)".contains("priority-en.model.json") && "\(error)".contains("scripts/train-priority-model")
+        }
+        try Data(#"{"bands": ["high"], "intercepts": [0, 1], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}}"#.utf8)
+            .write(to: folder.appendingPathComponent("priority-en.model.json"))
+        #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("bands and intercepts") }
+    }
+}

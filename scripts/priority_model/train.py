@@ -1,0 +1,75 @@
+"""Trains the priority band model (see scripts/train-priority-model) and exports it for PriorityModel.swift."""
+import glob
+import json
+import sys
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline, make_union
+
+language = sys.argv[1] if len(sys.argv) > 1 else "en"
+FIXTURES = "Tests/Fixtures/priority"
+
+
+def load(path):
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def document(line):
+    """The text the model reads: the message, then the earlier messages when given (PriorityModel.document)."""
+    return line["text"] + ((" || " + line["context"]) if line.get("context") else "")
+
+
+tune_files = sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))
+train = [line for path in tune_files for line in load(path)]
+words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
+model = make_pipeline(make_union(words, chars), LogisticRegression(C=4.0, max_iter=5000))
+model.fit([document(line) for line in train], [line["band"] for line in train])
+classifier = model[-1]
+
+
+def short(value):
+    """Six significant digits: the file halves, and no band of the labelled lines changes (the Swift test checks)."""
+    return float("%.6g" % value)
+
+
+def part(vectorizer, offset):
+    vocabulary = sorted(vectorizer.vocabulary_.items(), key=lambda item: item[1])
+    return {
+        "terms": [term for term, _ in vocabulary],
+        "idf": [short(value) for value in vectorizer.idf_],
+        "weights": [[short(classifier.coef_[band][offset + column]) for band in range(len(classifier.classes_))]
+                    for _, column in vocabulary],
+    }
+
+
+exported = {
+    "about": "Priority band model trained by scripts/train-priority-model from " + ", ".join(tune_files)
+             + " (the project's own labelled messages). TF-IDF word 1-2-grams and char_wb 3-5-grams, logistic regression.",
+    "bands": [str(band) for band in classifier.classes_],
+    "intercepts": [short(value) for value in classifier.intercept_],
+    "words": part(words, 0),
+    "chars": part(chars, len(words.vocabulary_)),
+}
+with open(f"Wordlists/priority-{language}.model.json", "w", encoding="utf-8") as handle:
+    json.dump(exported, handle, ensure_ascii=False, separators=(",", ":"))
+    handle.write("\n")
+
+expected = []
+for path in sorted(glob.glob(f"{FIXTURES}/*.jsonl")):
+    if path.endswith("model-expected.jsonl"):
+        continue
+    lines = load(path)
+    probabilities = model.predict_proba([document(line) for line in lines])
+    for line, row in zip(lines, probabilities):
+        expected.append({"id": line["id"], "band": str(classifier.classes_[int(np.argmax(row))]),
+                         "probabilities": {str(band): round(float(p), 6) for band, p in zip(classifier.classes_, row)}})
+with open(f"{FIXTURES}/model-expected.jsonl", "w", encoding="utf-8") as handle:
+    for row in expected:
+        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+print(f"trained on {len(train)} lines from {len(tune_files)} files; "
+      f"{len(words.vocabulary_)} word and {len(chars.vocabulary_)} character features; wrote Wordlists/priority-{language}.model.json "
+      f"and {FIXTURES}/model-expected.jsonl ({len(expected)} lines)")
