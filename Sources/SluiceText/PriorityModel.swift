@@ -61,8 +61,11 @@ public struct PriorityModel: Sendable {
             }
             return Part(columns: columns, idf: part.idf, weights: part.weights.flatMap { $0 })
         }
-        guard !file.bands.isEmpty, file.intercepts.count == file.bands.count else {
+        guard file.intercepts.count == file.bands.count else {
             throw WordlistError(source: url.path, line: nil, message: "bands and intercepts do not agree")
+        }
+        guard file.bands.sorted() == ["high", "low", "medium"] else {
+            throw WordlistError(source: url.path, line: nil, message: "bands must be high, medium and low, not \(file.bands)")
         }
         return PriorityModel(bands: file.bands, intercepts: file.intercepts, words: try part(file.words, "words"),
                              chars: try part(file.chars, "chars"))
@@ -76,7 +79,7 @@ public struct PriorityModel: Sendable {
 
     /// Each band's probability, in `bands` order.
     public func probabilities(_ text: String, context: String?) -> [Double] {
-        let document = Array(Self.document(text, context: context).lowercased().unicodeScalars)
+        let document = Self.lowercased(Self.document(text, context: context))
         var scores = intercepts
         var columns: [Int32] = []
         columns.reserveCapacity(document.count * 3)
@@ -117,6 +120,35 @@ public struct PriorityModel: Sendable {
         for (column, value) in values {
             for band in 0..<bands { scores[band] += value / norm * part.weights[column * bands + band] }
         }
+    }
+
+    /// Python's `str.lower()`, which scikit-learn applies: each scalar's lowercase mapping, except that a capital
+    /// sigma ending a word (after a cased letter, with none after it; case-ignorable characters skipped) becomes
+    /// final sigma (ς), as Unicode's Final_Sigma rule says and Swift's `lowercased()` does not do.
+    public static func lowercased(_ text: String) -> [Unicode.Scalar] {
+        let scalars = Array(text.unicodeScalars)
+        var result: [Unicode.Scalar] = []
+        result.reserveCapacity(scalars.count)
+        func casedNeighbour(from start: Int, step: Int) -> Bool {
+            var index = start
+            while index >= 0, index < scalars.count {
+                let properties = scalars[index].properties
+                if !properties.isCaseIgnorable { return properties.isCased }
+                index += step
+            }
+            return false
+        }
+        for (index, scalar) in scalars.enumerated() {
+            if scalar.isASCII {
+                let value = scalar.value
+                result.append(value >= 0x41 && value <= 0x5A ? Unicode.Scalar(UInt8(value + 0x20)) : scalar)
+            } else if scalar.value == 0x03A3, casedNeighbour(from: index - 1, step: -1), !casedNeighbour(from: index + 1, step: 1) {
+                result.append("\u{03C2}")
+            } else {
+                result.append(contentsOf: scalar.properties.lowercaseMapping.unicodeScalars)
+            }
+        }
+        return result
     }
 
     static let fnvStart: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -112,5 +112,16 @@ import Testing
         try Data(#"{"bands": ["high"], "intercepts": [0, 1], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}}"#.utf8)
             .write(to: folder.appendingPathComponent("priority-en.model.json"))
         #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("bands and intercepts") }
+        try Data(#"{"bands": ["urgent", "later", "never"], "intercepts": [0, 1, 2], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}}"#.utf8)
+            .write(to: folder.appendingPathComponent("priority-en.model.json"))
+        #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("high, medium and low") }
+    }
+
+    /// scikit-learn lowercases with Python's `str.lower()`: a word-final capital sigma becomes ς (Swift's own
+    /// `lowercased()` gives σ), so the model looks up the n-grams it was trained with.
+    @Test func lowercasingFollowsPython() {
+        #expect(String(String.UnicodeScalarView(PriorityModel.lowercased("ΟΔΟΣ ΣΟΦΟΣ."))) == "οδος σοφος.")
+        #expect(String(String.UnicodeScalarView(PriorityModel.lowercased("Σ AND ΑΣΑ"))) == "σ and ασα")
+        #expect(String(String.UnicodeScalarView(PriorityModel.lowercased("İSTANBUL Straße"))) == "i̇stanbul straße")
     }
 }
