@@ -106,7 +106,8 @@ import Testing
                                  logger: logger)
     }
 
-    /// heldout-6.jsonl's accuracy, measured once after tuning on the tune files (README quotes it): a floor, never a target.
+    /// tune-7.jsonl's accuracy, measured once when it was the held-out heldout-6 (the rules were never tuned on it;
+    /// it is the model engine's training data since): a floor, never a target.
     static let heldOutFloor = 0.69
 
     static func completion(_ content: String) -> String {
@@ -184,8 +185,8 @@ import Testing
     /// is never used for tuning; this only keeps a later change from losing what it measured.
     @Test func labelledSetsKeepTheirMeasuredAccuracy() async throws {
         let engine = RulesPriorityEngine(scorer: Self.scorer)
-        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("tune-6", 0.94), ("heldout-6", Self.heldOutFloor),
-                             ("heldout-7", 0.72)] {
+        for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("tune-6", 0.94), ("tune-7", Self.heldOutFloor),
+                             ("heldout-7", 0.72), ("heldout-8", 0.75)] {
             let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
             var right = 0
             var swaps = 0
@@ -201,7 +202,8 @@ import Testing
             let accuracy = Double(right) / Double(lines)
             #expect(accuracy >= floor, "\(file): \(right)/\(lines)")
             if file == "tune" || file == "tune-2" { #expect(swaps == 0, "\(file): \(swaps) high↔low swaps") }
-            if file.hasPrefix("tune") { #expect(swaps <= 2, "\(file): \(swaps) high↔low swaps") }
+            // The files the rules were tuned on (tune-7 was held out from them: it is only the model engine's training data).
+            if file.hasPrefix("tune"), file != "tune-7" { #expect(swaps <= 2, "\(file): \(swaps) high↔low swaps") }
         }
     }
 
