@@ -77,25 +77,17 @@ struct AhoCorasick: Sendable {
     /// Offsets are relative to `start`.
     func firstMatch(in chars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int) -> (Int, Int, Int)? {
         if isEmpty { return nil }
-        return next.withUnsafeBufferPointer { next in
-            output.withUnsafeBufferPointer { output in
-                do {
-                    var state = 0
-                    var index = start
-                    while index < end {
-                        let char = chars[index]
-                        guard char >= 0x61, char <= 0x7A else { return nil }
-                        state = Int(next[state &* 26 &+ Int(char &- 0x61)])
-                        let hit = output[state]
-                        if hit >= 0 {
-                            let length = Int(hit & 0xFFFF_FFFF)
-                            return (Int(hit >> 32), index + 1 - start - length, index + 1 - start)
-                        }
-                        index += 1
-                    }
-                    return nil
-                }
+        return withStepper { stepper in
+            var state: Int32 = 0
+            var index = start
+            while index < end {
+                let letter = chars[index] &- 0x61
+                guard letter < 26 else { return nil }
+                state = stepper.step(state, letter)
+                if stepper.hasOutput(state) { return hit(state: state, end: Int32(index + 1 - start)) }
+                index += 1
             }
+            return nil
         }
     }
 }

@@ -42,7 +42,7 @@ public struct PriorityScorer: Sendable {
                                              "eight": 8, "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
                                              "fifty": 50, "sixty": 60, "half": 30, "quarter": 15, "couple": 2, "few": 3]
     /// Words before a clock time that make it the time now ("it's 2:40", "its 5:50") rather than a deadline.
-    static let nowWords: Set<String> = ["it", "its", "now"] // `clockNow` spells these out: keep them equal
+    static let nowWords: Set<String> = ["it", "its", "now"]
     /// Words before a clock time that make it a deadline or a start ("at 3", "by 4").
     static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at", "is"]
 
@@ -218,10 +218,8 @@ public struct PriorityScorer: Sendable {
             }
         }
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
-        // Only a word starting with a number, or "quarter" / "half", can say the time.
-        let mayTellTime = words.contains { word in
-            word.utf8.first.map { ($0 >= 0x30 && $0 <= 0x39) || $0 >= 0x80 } == true || word == "quarter" || word == "half"
-        }
+        // Only a word starting with a number (a clock time) or "quarter" / "half" (one said in words) can say the time.
+        let mayTellTime = words.contains { word in !Self.leadingNumbers(word).isEmpty || word == "quarter" || word == "half" }
         if mayTellTime, let now = Self.clockNow(words) {
             for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1]) {
                 let spoken = Self.spokenClock(words, at: index, now: now)
@@ -468,7 +466,7 @@ public struct PriorityScorer: Sendable {
             let after = index + 1 < words.count && words[index + 1] == "now"
             if before || after { return clockMinutes(words[index]) }
         }
-        for index in words.indices.dropFirst() where words[index - 1] == "it" || words[index - 1] == "its" || words[index - 1] == "now" {
+        for index in words.indices.dropFirst() where nowWords.contains(words[index - 1]) {
             if let spoken = spokenClock(words, at: index, now: nil) { return spoken.minutes }
         }
         return nil

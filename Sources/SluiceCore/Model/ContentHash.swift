@@ -20,27 +20,22 @@ public enum ContentHash {
     }
 
     private static func hex(_ digest: SHA256.Digest, bytes: Int) -> String {
-        digest.withUnsafeBytes { raw in
-            let count = min(bytes, raw.count)
-            return String(unsafeUninitializedCapacity: count * 2) { text in
-                for index in 0..<count {
-                    text[index * 2] = hexDigit(raw[index] >> 4)
-                    text[index * 2 + 1] = hexDigit(raw[index] & 0x0F)
-                }
-                return count * 2
-            }
-        }
+        digest.withUnsafeBytes { raw in lowerHex(UnsafeRawBufferPointer(rebasing: raw.prefix(bytes))) }
     }
 
     /// Bytes as lower-case hex, two characters each (also how PDQ hashes are written).
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            text.append(hexDigit(byte >> 4))
-            text.append(hexDigit(byte & 0x0F))
+        bytes.withContiguousStorageIfAvailable { lowerHex(UnsafeRawBufferPointer($0)) } ?? Array(bytes).withUnsafeBytes { lowerHex($0) }
+    }
+
+    private static func lowerHex(_ raw: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: raw.count * 2) { text in
+            for (index, byte) in raw.enumerated() {
+                text[index * 2] = hexDigit(byte >> 4)
+                text[index * 2 + 1] = hexDigit(byte & 0x0F)
+            }
+            return raw.count * 2
         }
-        return String(decoding: text, as: UTF8.self)
     }
 
     private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x61 + nibble - 10 }
