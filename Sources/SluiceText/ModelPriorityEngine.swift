@@ -1,12 +1,19 @@
 import SluiceCore
 
-/// `priority.engine: "model"`: the band from `PriorityModel` (trained on the labelled messages), checked against the
-/// rules — when one says high and the other low, the message is medium (neither is trusted with the other
-/// extreme) — and the rest of the answer (indicators, category, timeframe) from the rules' reading of the message.
-/// Offline and deterministic, like the rules.
+/// `priority.engine: "model"`: the band from `PriorityModel` (trained on the labelled messages), made medium when
+/// it is an extreme the model itself doubts — the other extreme has more than `opposedLimit` of its probability —
+/// or one the rules contradict (they say the other extreme) while the model gives its band less than
+/// `confidentAbove`; the rest of the answer (indicators, category, timeframe) comes from the rules' reading of the
+/// message. The two limits were chosen by leave-one-writer-out cross-validation on the tune files (README, "Message
+/// priority"). Offline and deterministic, like the rules.
 public struct ModelPriorityEngine: PriorityEngine {
     public let model: PriorityModel
     public let scorer: PriorityScorer
+
+    /// An extreme band is not given when the model gives the other extreme more than this.
+    public static let opposedLimit = 0.25
+    /// The rules' opposite extreme is overruled only when the model gives its band at least this.
+    public static let confidentAbove = 0.8
 
     public init(model: PriorityModel, scorer: PriorityScorer) {
         self.model = model
@@ -19,9 +26,12 @@ public struct ModelPriorityEngine: PriorityEngine {
     public func verdict(_ text: String, context: String?) -> PriorityVerdict {
         let rules = scorer.score(text, context: context)
         let (predicted, probabilities) = model.band(text, context: context)
-        let disagree = [predicted, rules.priority].sorted() == ["high", "low"]
-        let band = disagree ? "medium" : predicted
         let probability = { (name: String) -> Double in model.bands.firstIndex(of: name).map { probabilities[$0] } ?? 0 }
+        let opposite = predicted == "high" ? "low" : predicted == "low" ? "high" : nil
+        let rulesOppose = opposite != nil && rules.priority == opposite && probability(predicted) < Self.confidentAbove
+        let selfOpposed = opposite.map { probability($0) > Self.opposedLimit } ?? false
+        let disagree = rulesOppose || selfOpposed
+        let band = disagree ? "medium" : predicted
         let sorted = probabilities.sorted(by: >)
         let margin = sorted.count > 1 ? sorted[0] - sorted[1] : 1
         let confidence = disagree ? "low" : margin >= 0.5 ? "high" : margin >= 0.2 ? "medium" : "low"
@@ -44,7 +54,8 @@ public struct ModelPriorityEngine: PriorityEngine {
             case "medium":
                 score = 20 + Int((49 * probability("medium")).rounded(.down))
                 timeframe = rules.priority == "high" ? "today" : "soon"
-                reason = disagree ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
+                reason = rulesOppose ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
+                    : selfOpposed ? "Needs an answer: the word model leans \(predicted) but does not rule out \(opposite ?? "") (\(shown))"
                     : "Needs an answer (word model, \(shown))"
             default:
                 score = Int((19 * (1 - probability("low"))).rounded(.down))

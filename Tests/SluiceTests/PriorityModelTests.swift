@@ -57,36 +57,59 @@ import Testing
         #expect(compared == labelled.count)
     }
 
-    @Test func theEngineTakesTheModelsBandUnlessTheRulesSayTheOtherExtreme() async throws {
+    @Test func theEngineTakesTheModelsBandUnlessItIsAnExtremeInDoubt() async throws {
         let model = try PriorityModel.load(directory: Self.wordlists, language: "en")
         let scorer = try PriorityScorer.load(directory: Self.wordlists, language: "en")
         let engine = ModelPriorityEngine(model: model, scorer: scorer)
-        var disagreements = 0
+        var rulesOpposed = 0
+        var selfOpposed = 0
+        var overruled = 0
         for line in try Self.labelled() {
             let rules = scorer.score(line.text, context: line.context)
-            let predicted = model.band(line.text, context: line.context).band
+            let (predicted, probabilities) = model.band(line.text, context: line.context)
+            let probability = { (band: String) in probabilities[model.bands.firstIndex(of: band) ?? 0] }
             let verdict = await engine.score(line.text, context: line.context)
-            let extremes = Set([predicted, rules.priority]) == ["high", "low"]
-            #expect(verdict.priority == (extremes ? "medium" : predicted), "\(line.id)")
+            let opposite = ["high": "low", "low": "high"][predicted]
+            // The rules' other extreme makes it medium unless the model is sure (≥ 0.8); the model's own doubt (the
+            // other extreme over 0.25) always does.
+            let byRules = opposite != nil && rules.priority == opposite && probability(predicted) < ModelPriorityEngine.confidentAbove
+            let bySelf = opposite.map { probability($0) > ModelPriorityEngine.opposedLimit } ?? false
+            #expect(verdict.priority == (byRules || bySelf ? "medium" : predicted), "\(line.id)")
             #expect(verdict.engine == "model")
             #expect(verdict.urgencyIndicators.last?.hasPrefix("model: ") == true)
             #expect(["high", "medium", "low"].contains(verdict.confidence ?? ""))
             #expect(["immediate", "today", "soon", "none"].contains(verdict.timeframe ?? ""))
             #expect(verdict.priority != "high" || verdict.timeframe == "immediate")
             #expect(verdict.recommendedAction?.isEmpty == false)
-            if extremes {
-                disagreements += 1
+            if byRules {
+                rulesOpposed += 1
                 #expect(verdict.confidence == "low")
                 #expect(verdict.reason.contains("the word model said \(predicted), the rules \(rules.priority)"))
+            } else if bySelf {
+                selfOpposed += 1
+                #expect(verdict.confidence == "low")
+                // When the rules said medium too, their reason (and score) stand; otherwise the doubt is the reason.
+                if rules.priority == "medium" {
+                    #expect(verdict.reason == rules.reason && verdict.urgencyScore == rules.urgencyScore, "\(line.id)")
+                } else {
+                    #expect(verdict.reason.contains("leans \(predicted) but does not rule out \(opposite ?? "")"), "\(line.id)")
+                }
             } else if verdict.priority == rules.priority {
                 #expect(verdict.urgencyScore == rules.urgencyScore)
             }
+            if opposite != nil, rules.priority == opposite, !byRules, !bySelf {
+                overruled += 1
+                #expect(verdict.priority == predicted)
+            }
         }
-        #expect(disagreements > 0, "the fixtures no longer exercise a high/low disagreement")
+        #expect(rulesOpposed > 0, "the fixtures no longer exercise the rules' veto")
+        #expect(selfOpposed > 0, "the fixtures no longer exercise the model's own doubt")
+        #expect(overruled > 0, "the fixtures no longer exercise a sure model overruling the rules")
     }
 
-    /// The held-out files it never saw (README's figures): floors, so a retrained model that reads new writers worse fails.
-    @Test(arguments: [("heldout-7", 0.84), ("heldout-8", 0.85)])
+    /// The held-out files it never saw (README's figures, each scored once): floors, so a retrained model that reads
+    /// new writers worse fails.
+    @Test(arguments: [("heldout-9", 0.84), ("heldout-10", 0.91)])
     func theHeldOutFilesStayAtTheirMeasuredBands(file: String, floor: Double) async throws {
         let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
                                          scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"))
@@ -99,7 +122,7 @@ import Testing
             if Set([band, line.band]) == ["high", "low"] { swaps += 1 }
         }
         #expect(Double(right) / Double(lines.count) >= floor, "\(file)")
-        #expect(swaps <= 4, "\(file)")
+        #expect(swaps <= 3, "\(file)")
     }
 
     @Test func aMissingOrBrokenModelFileIsNamed() throws {
