@@ -8,7 +8,9 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline, make_union
 
-language = sys.argv[1] if len(sys.argv) > 1 else "en"
+check = "--check" in sys.argv[1:]
+arguments = [argument for argument in sys.argv[1:] if argument != "--check"]
+language = arguments[0] if arguments else "en"
 FIXTURES = "Tests/Fixtures/priority"
 
 
@@ -46,6 +48,38 @@ def part(vectorizer, offset):
     }
 
 
+expected = []
+for path in sorted(glob.glob(f"{FIXTURES}/*.jsonl")):
+    if path.endswith("model-expected.jsonl"):
+        continue
+    lines = load(path)
+    probabilities = model.predict_proba([document(line) for line in lines])
+    for line, row in zip(lines, probabilities):
+        expected.append({"id": line["id"], "band": str(classifier.classes_[int(np.argmax(row))]),
+                         "probabilities": {str(band): round(float(p), 6) for band, p in zip(classifier.classes_, row)}})
+if check:
+    # Reproducibility: the committed model must be what these tune files train (the Swift parity test then ties the
+    # committed model file to model-expected.jsonl). Bands must agree exactly, probabilities to 1e-4 (the sixth
+    # significant digit may move with another BLAS build).
+    committed = {row["id"]: row for row in load(f"{FIXTURES}/model-expected.jsonl")}
+    differences = []
+    for row in expected:
+        old = committed.get(row["id"])
+        if old is None:
+            differences.append(f"{row['id']}: not in model-expected.jsonl")
+        elif old["band"] != row["band"] or any(abs(old["probabilities"].get(band, -1) - p) > 1e-4 for band, p in row["probabilities"].items()):
+            differences.append(f"{row['id']}: committed {old['band']} {old['probabilities']}, retrained {row['band']} {row['probabilities']}")
+    differences += [f"{identifier}: in model-expected.jsonl but in no labelled file" for identifier in committed.keys() - {row["id"] for row in expected}]
+    if differences:
+        print(f"priority model is stale or not reproducible ({len(differences)} lines differ); run scripts/train-priority-model "
+              f"and commit Wordlists/priority-{language}.model.json with Tests/Fixtures/priority/model-expected.jsonl:", file=sys.stderr)
+        for line in differences[:20]:
+            print("  " + line, file=sys.stderr)
+        sys.exit(1)
+    print(f"priority model reproduced: {len(expected)} lines, {len(train)} training lines from {len(tune_files)} files, "
+          f"bands identical and probabilities within 1e-4 of Tests/Fixtures/priority/model-expected.jsonl")
+    sys.exit(0)
+
 exported = {
     "about": "Priority band model trained by scripts/train-priority-model from " + ", ".join(tune_files)
              + " (the project's own labelled messages). TF-IDF word 1-2-grams and char_wb 3-5-grams, logistic regression.",
@@ -57,16 +91,6 @@ exported = {
 with open(f"Wordlists/priority-{language}.model.json", "w", encoding="utf-8") as handle:
     json.dump(exported, handle, ensure_ascii=False, separators=(",", ":"))
     handle.write("\n")
-
-expected = []
-for path in sorted(glob.glob(f"{FIXTURES}/*.jsonl")):
-    if path.endswith("model-expected.jsonl"):
-        continue
-    lines = load(path)
-    probabilities = model.predict_proba([document(line) for line in lines])
-    for line, row in zip(lines, probabilities):
-        expected.append({"id": line["id"], "band": str(classifier.classes_[int(np.argmax(row))]),
-                         "probabilities": {str(band): round(float(p), 6) for band, p in zip(classifier.classes_, row)}})
 with open(f"{FIXTURES}/model-expected.jsonl", "w", encoding="utf-8") as handle:
     for row in expected:
         handle.write(json.dumps(row, ensure_ascii=False) + "\n")
