@@ -72,6 +72,10 @@ public struct WebhookDispatcher: Service {
     }
 
     static let workUnit = "webhooks"
+    /// How long a delivery of a webhook missing from this dispatcher's config waits for one that has it.
+    static let unknownWebhookGrace: TimeInterval = 15 * 60
+    /// How often it is looked at again meanwhile.
+    static let unknownWebhookRetry: TimeInterval = 5 * 60
 
     /// One pass if this process may dispatch now (`sluice webhooks deliver` beside running daemons); nil when a
     /// daemon's dispatcher holds the claim.
@@ -154,8 +158,16 @@ public struct WebhookDispatcher: Service {
             } else {
                 outcome = .delivered
             }
-        } else {
+        } else if webhooks.contains(where: { $0.name == delivery.webhook }) {
             outcome = .failed(error: "webhook \(delivery.webhook) is not configured with a signing secret any more")
+        } else if at.timeIntervalSince(delivery.createdAt) < Self.unknownWebhookGrace {
+            // During a rolling config change the claim's holder may be a daemon whose config does not have the
+            // webhook yet: the delivery waits for one that does (each wait counts as an attempt).
+            outcome = .retry(at: at.addingTimeInterval(Self.unknownWebhookRetry),
+                             error: "webhook \(delivery.webhook) is not in this daemon's config; waiting for a daemon that has it")
+        } else {
+            outcome = .failed(error: "webhook \(delivery.webhook) is not in this daemon's config (waited \(Int(Self.unknownWebhookGrace / 60)) minutes "
+                              + "for a daemon that has it); add it to webhooks[] and resend with sluice webhooks retry")
         }
         do {
             try await store.recordWebhookAttempt(delivery.id, outcome: outcome, at: at)

@@ -94,6 +94,45 @@ import Testing
         #expect((deleted["data"] as? [String: Any])?["erasedBy"] as? String == "app")
     }
 
+    /// A rolling config change: the dispatcher holding the claim may not know a webhook another daemon queued for
+    /// yet. Its deliveries wait (15 minutes) for one that does, instead of failing at once; then they fail, named.
+    @Test func deliveriesOfAWebhookThisDaemonDoesNotKnowWaitThenFail() async throws {
+        let root = try TemporaryDataRoot()
+        let receiver = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "") }
+        defer { receiver.stop() }
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1/images:annotate"), environment: [:], logger: quietLogger)
+        let store = services.store
+        let clock = Clock(Date())
+        let known = Self.hook(receiver)
+        var other = known
+        other.name = "analytics"
+        func queue(_ id: String) async throws {
+            try await store.enqueueWebhookDeliveries([WebhookDelivery(id: id, webhook: "backend", event: .approved, payload: #"{"id":"\#(id)"}"#,
+                                                                      nextAttemptAt: clock.now, createdAt: clock.now)],
+                                                     webhook: "backend", cursor: try await store.webhookCursor("backend"))
+        }
+        let stranger = Self.dispatcher(store, other, clock: clock)
+        try await queue("whd_a")
+        #expect(await stranger.pass() == .init(queued: 0, delivered: 0, retrying: 1, failed: 0))
+        let waiting = try #require(try await store.webhookDeliveries(state: .pending, limit: 10).first)
+        #expect(waiting.lastError?.contains("webhook backend is not in this daemon's config; waiting") == true, "\(waiting)")
+        #expect(receiver.received.isEmpty)
+        // A daemon that has it sends it when it is due again.
+        clock.advance(5 * 60)
+        #expect(await Self.dispatcher(store, known, clock: clock).pass().delivered == 1)
+        #expect(receiver.received.count == 1)
+        // Nobody with it for 15 minutes: failed, saying what to do.
+        try await queue("whd_b")
+        for _ in 0..<3 {
+            _ = await stranger.pass()
+            clock.advance(5 * 60 + 1)
+        }
+        #expect(await stranger.pass().failed == 1)
+        let failed = try #require(try await store.webhookDeliveries(state: .failed, limit: 10).first)
+        #expect(failed.id == "whd_b" && failed.lastError?.contains("add it to webhooks[] and resend with sluice webhooks retry") == true, "\(failed)")
+        #expect(receiver.received.count == 1)
+    }
+
     @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
