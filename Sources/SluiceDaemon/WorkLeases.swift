@@ -96,7 +96,7 @@ public actor WorkLeases: WorkClaims {
             if await releaseDeadLocalOwners() > 0 { await afterTakeover() }
             guard !held.isEmpty else { continue }
             do {
-                try await store.renewWork(owner: owner, until: Date().addingTimeInterval(seconds))
+                try await store.renewWork(held.sorted(), owner: owner, until: Date().addingTimeInterval(seconds))
             } catch {
                 logger.error("cannot renew work leases; another daemon may take this work over if it stays so",
                              metadata: ["held": "\(held.count)", "error": "\(error)"])

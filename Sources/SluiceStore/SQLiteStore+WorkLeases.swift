@@ -15,10 +15,16 @@ extension SQLiteStore {
         }
     }
 
-    public func renewWork(owner: String, until: Date) async throws(StoreError) -> Int {
-        try await write("renew the leases of \(owner)") { db in
-            try db.execute(sql: "UPDATE workLease SET until = ? WHERE owner = ?", arguments: [until, owner])
-            return db.changesCount
+    public func renewWork(_ units: [String], owner: String, until: Date) async throws(StoreError) -> Int {
+        guard !units.isEmpty else { return 0 }
+        return try await write("renew the leases of \(owner)") { db in
+            let renew = try db.cachedStatement(sql: "UPDATE workLease SET until = ? WHERE unit = ? AND owner = ?")
+            var renewed = 0
+            for unit in units {
+                try renew.execute(arguments: [until, unit, owner])
+                renewed += db.changesCount
+            }
+            return renewed
         }
     }
 

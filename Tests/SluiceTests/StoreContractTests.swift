@@ -295,10 +295,17 @@ extension StoreContractTests {
         #expect(try await store.claimWork("upload:u/a", owner: "host-a:1", until: t0.addingTimeInterval(32), now: t0.addingTimeInterval(2)),
                 "the holder may claim again")
         #expect(try await store.claimWork("text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(30), now: t0))
-        #expect(try await store.renewWork(owner: "host-a:1", until: t0.addingTimeInterval(60)) == 2)
+        #expect(try await store.claimWork("text:left.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(30), now: t0))
+        // Only the units named (the ones the daemon still holds): a lease it let go of but could not release expires.
+        #expect(try await store.renewWork(["upload:u/a", "text:q.jsonl", "text:other.jsonl"], owner: "host-a:1", until: t0.addingTimeInterval(60)) == 2)
+        #expect(try await store.renewWork([], owner: "host-a:1", until: t0.addingTimeInterval(60)) == 0)
+        #expect(try await store.claimWork("text:left.jsonl", owner: "host-b:2", until: t0.addingTimeInterval(90), now: t0.addingTimeInterval(31)),
+                "not renewed: expired, taken over")
         #expect(try await !store.claimWork("upload:u/a", owner: "host-b:2", until: t0.addingTimeInterval(90), now: t0.addingTimeInterval(45)),
                 "renewed: still held")
-        #expect(try await store.workLeases(now: t0.addingTimeInterval(45)) == ["upload:u/a": "host-a:1", "text:q.jsonl": "host-a:1"])
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(45)) == ["upload:u/a": "host-a:1", "text:q.jsonl": "host-a:1",
+                                                                         "text:left.jsonl": "host-b:2"])
+        try await store.releaseWork("text:left.jsonl", owner: "host-b:2")
         // host-a died: nothing renews, and after expiry host-b takes the work over.
         #expect(try await store.claimWork("upload:u/a", owner: "host-b:2", until: t0.addingTimeInterval(120), now: t0.addingTimeInterval(61)))
         #expect(try await store.workLeases(now: t0.addingTimeInterval(61)) == ["upload:u/a": "host-b:2"])

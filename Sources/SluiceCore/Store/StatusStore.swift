@@ -241,9 +241,11 @@ public protocol StatusStore: Sendable {
     /// Claims a unit of work (`upload:{itemId}`, `text:{file}`) for `owner` until `until`: true when it was free,
     /// its lease had expired (its owner died), or `owner` already holds it. Atomic across processes and hosts.
     func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool
-    /// Extends every lease `owner` holds to `until` (the heartbeat); returns how many it holds.
+    /// Extends the leases of `units` that `owner` still holds to `until` (the heartbeat); returns how many it holds.
+    /// Only those: a lease whose release failed (the store was briefly unreachable) must expire, not be renewed for
+    /// as long as the daemon lives.
     @discardableResult
-    func renewWork(owner: String, until: Date) async throws(StoreError) -> Int
+    func renewWork(_ units: [String], owner: String, until: Date) async throws(StoreError) -> Int
     /// Gives a unit up (done, or left for someone else).
     func releaseWork(_ unit: String, owner: String) async throws(StoreError)
     /// Every lease not yet expired: unit → owner.

@@ -15,8 +15,10 @@ extension PostgresStore {
         return !rows.isEmpty
     }
 
-    public func renewWork(owner: String, until: Date) async throws(StoreError) -> Int {
-        try await rows("renew the leases of \(owner)", "UPDATE workLease SET until = \(until) WHERE owner = \(owner) RETURNING 1").count
+    public func renewWork(_ units: [String], owner: String, until: Date) async throws(StoreError) -> Int {
+        guard !units.isEmpty else { return 0 }
+        return try await rows("renew the leases of \(owner)",
+                              "UPDATE workLease SET until = \(until) WHERE owner = \(owner) AND unit = ANY(\(units)) RETURNING 1").count
     }
 
     public func releaseWork(_ unit: String, owner: String) async throws(StoreError) {
