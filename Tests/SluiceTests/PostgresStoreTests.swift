@@ -2,6 +2,7 @@ import Foundation
 import SluiceCore
 @testable import SluiceStore
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// What only the PostgreSQL backend has: opening by many processes at once, read-only sessions, the server's own
@@ -62,6 +63,36 @@ struct PostgresStoreTests {
     }
 
     /// A store PostgreSQL refuses names what PostgreSQL said, not postgres-nio's generic text.
+    /// Two transactions that lock the same rows in opposite orders (as a thread answer being cached and a verdict
+    /// batch blocking one of its messages can): PostgreSQL ends one as the deadlock victim, and the store runs it
+    /// again instead of failing the caller, so both take effect, once each.
+    @Test func aDeadlockVictimIsRunAgain() async throws {
+        let store = try await PostgresStore(try Self.location(), password: nil)
+        try await store.execute("probe table", "CREATE TABLE deadlockProbe (id INT PRIMARY KEY, hits INT NOT NULL)")
+        try await store.execute("probe rows", "INSERT INTO deadlockProbe VALUES (1, 0), (2, 0)")
+        final class Runs: Sendable {
+            let count = Mutex(0)
+        }
+        let runs = Runs()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (first, second) in [(1, 2), (2, 1)] {
+                group.addTask {
+                    try await store.transaction("probe \(first) then \(second)") { connection in
+                        runs.count.withLock { $0 += 1 }
+                        try await connection.run("UPDATE deadlockProbe SET hits = hits + 1 WHERE id = \(first)", logger: store.logger)
+                        try await connection.run("SELECT pg_sleep(0.3)", logger: store.logger)
+                        try await connection.run("UPDATE deadlockProbe SET hits = hits + 1 WHERE id = \(second)", logger: store.logger)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(runs.count.withLock { $0 } == 3, "one of the two was ended as a deadlock victim and run again")
+        let hits = try await store.rows("read probe", "SELECT hits FROM deadlockProbe ORDER BY id").map { try $0.decode(Int.self) }
+        #expect(hits == [2, 2])
+        await store.close()
+    }
+
     @Test func errorsCarryTheServersMessage() async throws {
         var location = try Self.location()
         location.database = "no_such_database_here"

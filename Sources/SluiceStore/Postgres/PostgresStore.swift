@@ -117,16 +117,41 @@ public struct PostgresStore: StatusStore {
         _ = try await rows(operation, query)
     }
 
-    /// `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
+    /// `body` in one transaction on one connection: committed when it returns, rolled back when it throws. When
+    /// PostgreSQL ends it as a deadlock victim or a serialization failure (two daemons' transactions locking the same
+    /// rows in different orders: a thread answer being cached while a batch blocks one of its messages), the
+    /// transaction has had no effect and runs again, up to `transactionAttempts` times after a short random pause;
+    /// so a body may only change the database, nothing outside it.
     func transaction<T: Sendable>(_ operation: String,
                                   _ body: (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
-        do {
-            return try await client.withConnection { connection in
-                try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+        var attempt = 1
+        while true {
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+                }
+            } catch {
+                guard attempt < Self.transactionAttempts, let state = Self.serverState(error), Self.retriedStates.contains(state) else {
+                    throw Self.storeError(operation, error)
+                }
+                logger.notice("PostgreSQL ended a transaction to break a conflict; running it again",
+                              metadata: ["operation": "\(operation)", "sqlState": "\(state)", "attempt": "\(attempt)"])
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 2...20) * attempt))
             }
-        } catch {
-            throw Self.storeError(operation, error)
         }
+    }
+
+    /// SQLSTATEs after which a transaction is run again: `40P01` deadlock detected, `40001` serialization failure.
+    static let retriedStates: Set<String> = ["40P01", "40001"]
+    static let transactionAttempts = 4
+
+    /// The SQLSTATE of the server error behind `error`, also when a transaction wraps it.
+    static func serverState(_ error: any Error) -> String? {
+        if let transaction = error as? PostgresTransactionError {
+            return [transaction.closureError, transaction.beginError, transaction.commitError].lazy.compactMap { $0 }.compactMap { serverState($0) }.first
+        }
+        return sqlState(error)
     }
 
     /// A `StoreError` naming what PostgreSQL said (postgres-nio's own description hides the server's message).
