@@ -109,7 +109,7 @@ import Testing
 
     /// The held-out files it never saw (README's figures, each scored once): floors, so a retrained model that reads
     /// new writers worse fails.
-    @Test(arguments: [("heldout-9", 0.84), ("heldout-10", 0.91)])
+    @Test(arguments: [("heldout-11", 0.90), ("heldout-12", 0.92)])
     func theHeldOutFilesStayAtTheirMeasuredBands(file: String, floor: Double) async throws {
         let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
                                          scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"))
@@ -122,7 +122,7 @@ import Testing
             if Set([band, line.band]) == ["high", "low"] { swaps += 1 }
         }
         #expect(Double(right) / Double(lines.count) >= floor, "\(file)")
-        #expect(swaps <= 3, "\(file)")
+        #expect(swaps <= 1, "\(file)")
     }
 
     @Test func aMissingOrBrokenModelFileIsNamed() throws {
