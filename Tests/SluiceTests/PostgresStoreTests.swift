@@ -72,6 +72,9 @@ struct PostgresStoreTests {
         try await store.execute("probe rows", "INSERT INTO deadlockProbe VALUES (1, 0), (2, 0)")
         final class Runs: Sendable {
             let count = Mutex(0)
+            /// Transactions holding their first row; each waits until both do, so the deadlock does not depend on
+            /// timing (a run again passes at once).
+            let holdingFirst = Mutex(0)
         }
         let runs = Runs()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -80,7 +83,11 @@ struct PostgresStoreTests {
                     try await store.transaction("probe \(first) then \(second)") { connection in
                         runs.count.withLock { $0 += 1 }
                         try await connection.run("UPDATE deadlockProbe SET hits = hits + 1 WHERE id = \(first)", logger: store.logger)
-                        try await connection.run("SELECT pg_sleep(0.3)", logger: store.logger)
+                        runs.holdingFirst.withLock { $0 += 1 }
+                        let deadline = ContinuousClock.now + .seconds(60)
+                        while runs.holdingFirst.withLock({ $0 }) < 2, ContinuousClock.now < deadline {
+                            try await Task.sleep(for: .milliseconds(5))
+                        }
                         try await connection.run("UPDATE deadlockProbe SET hits = hits + 1 WHERE id = \(second)", logger: store.logger)
                     }
                 }
