@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import SluiceCore
+import Synchronization
 
 /// Outbound webhooks from a durable outbox in the store. Each pass turns the status changes and erasures each
 /// webhook has not seen yet into deliveries (queued together with the webhook's advanced cursor, so nothing is
@@ -33,6 +34,27 @@ public struct WebhookDispatcher: Service {
     /// reading the same cursor would queue the same change twice under two delivery ids).
     let leases: WorkLeases?
     let logger: Logger
+    /// Deliveries of webhooks missing from this config, and when this dispatcher first found each one (the grace
+    /// runs from then: a delivery that was already old, retrying through an outage or resent by an operator, still
+    /// gets its full wait).
+    private let unknownSince = UnknownWebhookDeliveries()
+
+    final class UnknownWebhookDeliveries: Sendable {
+        private let firstSeen = Mutex<[String: Date]>([:])
+
+        /// When `id` was first found unknown (now, the first time).
+        func since(_ id: String, now: Date) -> Date {
+            firstSeen.withLock { seen in
+                if let first = seen[id] { return first }
+                seen[id] = now
+                return now
+            }
+        }
+
+        func forget(_ id: String) {
+            _ = firstSeen.withLock { $0.removeValue(forKey: id) }
+        }
+    }
 
     public init(webhooks: [WebhookConfig], store: any StatusStore, transport: any WebhookTransport,
                 environment: [String: String] = ProcessInfo.processInfo.environment, interval: Duration = .seconds(1),
@@ -108,7 +130,7 @@ public struct WebhookDispatcher: Service {
             for outcome in outcomes {
                 switch outcome {
                 case .delivered: result.delivered += 1
-                case .retry: result.retrying += 1
+                case .retry, .postponed: result.retrying += 1
                 case .failed: result.failed += 1
                 }
             }
@@ -160,12 +182,13 @@ public struct WebhookDispatcher: Service {
             }
         } else if webhooks.contains(where: { $0.name == delivery.webhook }) {
             outcome = .failed(error: "webhook \(delivery.webhook) is not configured with a signing secret any more")
-        } else if at.timeIntervalSince(delivery.createdAt) < Self.unknownWebhookGrace {
+        } else if at.timeIntervalSince(unknownSince.since(delivery.id, now: at)) < Self.unknownWebhookGrace {
             // During a rolling config change the claim's holder may be a daemon whose config does not have the
-            // webhook yet: the delivery waits for one that does (each wait counts as an attempt).
-            outcome = .retry(at: at.addingTimeInterval(Self.unknownWebhookRetry),
-                             error: "webhook \(delivery.webhook) is not in this daemon's config; waiting for a daemon that has it")
+            // webhook yet: the delivery waits for one that does (not an attempt: no try is used up).
+            outcome = .postponed(at: at.addingTimeInterval(Self.unknownWebhookRetry),
+                                 note: "webhook \(delivery.webhook) is not in this daemon's config; waiting for a daemon that has it")
         } else {
+            unknownSince.forget(delivery.id)
             outcome = .failed(error: "webhook \(delivery.webhook) is not in this daemon's config (waited \(Int(Self.unknownWebhookGrace / 60)) minutes "
                               + "for a daemon that has it); add it to webhooks[] and resend with sluice webhooks retry")
         }

@@ -138,6 +138,8 @@ extension SQLiteStore {
             case let .failed(error):
                 try db.execute(sql: "UPDATE webhookDelivery SET state = 'failed', attempts = attempts + 1, lastError = ? WHERE id = ?",
                                arguments: [error, id])
+            case let .postponed(next, note):
+                try db.execute(sql: "UPDATE webhookDelivery SET nextAttemptAt = ?, lastError = ? WHERE id = ?", arguments: [next, note, id])
             }
         }
     }

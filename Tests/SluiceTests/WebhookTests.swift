@@ -95,7 +95,8 @@ import Testing
     }
 
     /// A rolling config change: the dispatcher holding the claim may not know a webhook another daemon queued for
-    /// yet. Its deliveries wait (15 minutes) for one that does, instead of failing at once; then they fail, named.
+    /// yet. Its deliveries wait (15 minutes from when that dispatcher first found them, however old they are) for
+    /// one that does, without using up attempts; then they fail, named.
     @Test func deliveriesOfAWebhookThisDaemonDoesNotKnowWaitThenFail() async throws {
         let root = try TemporaryDataRoot()
         let receiver = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "") }
@@ -106,9 +107,9 @@ import Testing
         let known = Self.hook(receiver)
         var other = known
         other.name = "analytics"
-        func queue(_ id: String) async throws {
+        func queue(_ id: String, createdAt: Date? = nil) async throws {
             try await store.enqueueWebhookDeliveries([WebhookDelivery(id: id, webhook: "backend", event: .approved, payload: #"{"id":"\#(id)"}"#,
-                                                                      nextAttemptAt: clock.now, createdAt: clock.now)],
+                                                                      nextAttemptAt: clock.now, createdAt: createdAt ?? clock.now)],
                                                      webhook: "backend", cursor: try await store.webhookCursor("backend"))
         }
         let stranger = Self.dispatcher(store, other, clock: clock)
@@ -116,11 +117,19 @@ import Testing
         #expect(await stranger.pass() == .init(queued: 0, delivered: 0, retrying: 1, failed: 0))
         let waiting = try #require(try await store.webhookDeliveries(state: .pending, limit: 10).first)
         #expect(waiting.lastError?.contains("webhook backend is not in this daemon's config; waiting") == true, "\(waiting)")
+        #expect(waiting.attempts == 0, "waiting is not an attempt")
         #expect(receiver.received.isEmpty)
-        // A daemon that has it sends it when it is due again.
+        // A daemon that has it sends it when it is due again: its first attempt.
         clock.advance(5 * 60)
         #expect(await Self.dispatcher(store, known, clock: clock).pass().delivered == 1)
         #expect(receiver.received.count == 1)
+        #expect(try await store.webhookDeliveries(state: .delivered, limit: 10).first?.attempts == 1)
+        // An old delivery (queued an hour ago, say retrying through an outage) still gets the whole wait.
+        try await queue("whd_old", createdAt: clock.now.addingTimeInterval(-3600))
+        #expect(await stranger.pass() == .init(queued: 0, delivered: 0, retrying: 1, failed: 0))
+        clock.advance(5 * 60)
+        #expect(await Self.dispatcher(store, known, clock: clock).pass().delivered == 1)
+        #expect(receiver.received.count == 2)
         // Nobody with it for 15 minutes: failed, saying what to do.
         try await queue("whd_b")
         for _ in 0..<3 {
@@ -130,7 +139,8 @@ import Testing
         #expect(await stranger.pass().failed == 1)
         let failed = try #require(try await store.webhookDeliveries(state: .failed, limit: 10).first)
         #expect(failed.id == "whd_b" && failed.lastError?.contains("add it to webhooks[] and resend with sluice webhooks retry") == true, "\(failed)")
-        #expect(receiver.received.count == 1)
+        #expect(failed.attempts == 1, "the waits used no attempts; the failure is one")
+        #expect(receiver.received.count == 2)
     }
 
     @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {

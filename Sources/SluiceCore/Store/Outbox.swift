@@ -105,4 +105,7 @@ public enum WebhookAttemptOutcome: Sendable, Equatable {
     case delivered
     case retry(at: Date, error: String)
     case failed(error: String)
+    /// Not attempted (this dispatcher cannot send it: the webhook is not in its config): looked at again at `at`;
+    /// `attempts` does not change, so waiting uses none of the webhook's `maxAttempts` or its backoff.
+    case postponed(at: Date, note: String)
 }

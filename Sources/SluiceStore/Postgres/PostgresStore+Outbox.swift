@@ -225,6 +225,8 @@ extension PostgresStore {
             try await execute(operation, """
                 UPDATE webhookDelivery SET state = 'failed', attempts = attempts + 1, lastError = \(error) WHERE id = \(id)
                 """)
+        case let .postponed(next, note):
+            try await execute(operation, "UPDATE webhookDelivery SET nextAttemptAt = \(next), lastError = \(note) WHERE id = \(id)")
         }
     }
 
