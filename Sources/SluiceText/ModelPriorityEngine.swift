@@ -4,8 +4,8 @@ import SluiceCore
 /// it is an extreme the model itself doubts — the other extreme has more than `opposedLimit` of its probability —
 /// or one the rules contradict (they say the other extreme) while the model gives its band less than
 /// `confidentAbove`; the rest of the answer (indicators, category, timeframe) comes from the rules' reading of the
-/// message. The two limits were chosen by leave-one-writer-out cross-validation on the tune files (README, "Message
-/// priority"). Offline and deterministic, like the rules.
+/// message. The two limits were chosen by leave-one-writer-out cross-validation on the tune files (README, "Captions
+/// and priority"). Offline and deterministic, like the rules.
 public struct ModelPriorityEngine: PriorityEngine {
     public let model: PriorityModel
     public let scorer: PriorityScorer
@@ -52,7 +52,8 @@ public struct ModelPriorityEngine: PriorityEngine {
                 timeframe = "immediate"
                 reason = "Urgent (word model, \(shown))"
             case "medium":
-                score = 20 + Int((49 * probability("medium")).rounded(.down))
+                // Within medium by how far the model leans to high (a doubted high sits above a doubted low).
+                score = 20 + Int((49 * min(1, probability("high") + probability("medium") / 2)).rounded(.down))
                 timeframe = rules.priority == "high" ? "today" : "soon"
                 reason = rulesOppose ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
                     : selfOpposed ? "Needs an answer: the word model leans \(predicted) but does not rule out \(opposite ?? "") (\(shown))"

@@ -62,7 +62,6 @@ struct PostgresStoreTests {
         await writer.close()
     }
 
-    /// A store PostgreSQL refuses names what PostgreSQL said, not postgres-nio's generic text.
     /// Two transactions that lock the same rows in opposite orders (as a thread answer being cached and a verdict
     /// batch blocking one of its messages can): PostgreSQL ends one as the deadlock victim, and the store runs it
     /// again instead of failing the caller, so both take effect, once each.
@@ -100,6 +99,7 @@ struct PostgresStoreTests {
         await store.close()
     }
 
+    /// A store PostgreSQL refuses names what PostgreSQL said, not postgres-nio's generic text.
     @Test func errorsCarryTheServersMessage() async throws {
         var location = try Self.location()
         location.database = "no_such_database_here"

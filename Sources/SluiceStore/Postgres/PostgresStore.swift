@@ -120,8 +120,8 @@ public struct PostgresStore: StatusStore {
     /// `body` in one transaction on one connection: committed when it returns, rolled back when it throws. When
     /// PostgreSQL ends it as a deadlock victim or a serialization failure (two daemons' transactions locking the same
     /// rows in different orders: a thread answer being cached while a batch blocks one of its messages), the
-    /// transaction has had no effect and runs again, up to `transactionAttempts` times after a short random pause;
-    /// so a body may only change the database, nothing outside it.
+    /// transaction has had no effect and runs again after a short random pause (at most `transactionAttempts` runs
+    /// in all; not once the caller is cancelled); so a body may only change the database, nothing outside it.
     func transaction<T: Sendable>(_ operation: String,
                                   _ body: (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
         var attempt = 1
@@ -131,7 +131,8 @@ public struct PostgresStore: StatusStore {
                     try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
                 }
             } catch {
-                guard attempt < Self.transactionAttempts, let state = Self.serverState(error), Self.retriedStates.contains(state) else {
+                guard attempt < Self.transactionAttempts, !Task.isCancelled, let state = Self.serverState(error),
+                      Self.retriedStates.contains(state) else {
                     throw Self.storeError(operation, error)
                 }
                 logger.notice("PostgreSQL ended a transaction to break a conflict; running it again",
@@ -144,6 +145,7 @@ public struct PostgresStore: StatusStore {
 
     /// SQLSTATEs after which a transaction is run again: `40P01` deadlock detected, `40001` serialization failure.
     static let retriedStates: Set<String> = ["40P01", "40001"]
+    /// Runs of one transaction at most (the first and three more).
     static let transactionAttempts = 4
 
     /// The SQLSTATE of the server error behind `error`, also when a transaction wraps it.
