@@ -99,6 +99,33 @@ struct PostgresStoreTests {
         await store.close()
     }
 
+    /// Two deployments in one database, a schema each: one holding its event feed's lock (an append not yet
+    /// committed) does not hold up the other's appends, which a lock keyed by the feed alone did.
+    @Test func feedLocksAreKeyedBySchema() async throws {
+        let first = try await PostgresStore(try Self.location(), password: nil)
+        let second = try await PostgresStore(try Self.location(), password: nil)
+        final class Done: Sendable {
+            let flag = Mutex(false)
+        }
+        let done = Done()
+        try await first.transaction("hold the event feed") { connection in
+            try await connection.lock(.events, logger: first.logger)
+            // Not awaited here: if it waited for this lock, awaiting it inside this transaction would never end.
+            Task {
+                try await second.recordVerdict(StoreContractTests.text("t1"), stage: "text", detail: nil)
+                done.flag.withLock { $0 = true }
+            }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !done.flag.withLock({ $0 }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        #expect(done.flag.withLock { $0 }, "the other schema's append waited for this schema's feed lock")
+        #expect(try await second.item("t1") == StoreContractTests.text("t1"))
+        await first.close()
+        await second.close()
+    }
+
     /// A store PostgreSQL refuses names what PostgreSQL said, not postgres-nio's generic text.
     @Test func errorsCarryTheServersMessage() async throws {
         var location = try Self.location()

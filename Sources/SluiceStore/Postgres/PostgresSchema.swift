@@ -187,8 +187,9 @@ enum PostgresSchema {
 /// Feeds that readers follow by sequence number (`event`, `relationChange`, `bankHash`, `erasure`). Identity values
 /// are handed out when a row is inserted, not when its transaction commits, so two writers could commit seq 8 after a
 /// reader has already moved past 9. Every transaction that appends to a feed first takes that feed's advisory lock,
-/// held to its commit: appends to one feed commit in seq order, and a cursor never skips a row.
-enum FeedLock: Int64 {
+/// held to its commit: appends to one feed commit in seq order, and a cursor never skips a row. The lock is keyed by
+/// the schema too, so deployments sharing one database (a schema each) do not wait for each other.
+enum FeedLock: Int32 {
     case events = 7_301
     case relations = 7_302
     case banks = 7_303
@@ -197,6 +198,6 @@ enum FeedLock: Int64 {
 
 extension PostgresConnection {
     func lock(_ feed: FeedLock, logger: Logger) async throws {
-        try await run("SELECT pg_advisory_xact_lock(\(feed.rawValue))", logger: logger)
+        try await run("SELECT pg_advisory_xact_lock(hashtext('sluice-feed:' || current_schema()), \(feed.rawValue))", logger: logger)
     }
 }

@@ -136,7 +136,7 @@ extension PostgresStore {
         return try await transaction("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.slots.count) counters)") { connection in
             if !distinct.isEmpty {
                 try await connection.run("""
-                    SELECT pg_advisory_xact_lock(\(Self.distinctSlotLocks), k) FROM (
+                    SELECT pg_advisory_xact_lock(hashtext('sluice-slot:' || current_schema()), k) FROM (
                         SELECT DISTINCT hashtext(key || '@' || windowStart) AS k
                         FROM unnest(\(distinctKeys), \(distinctStarts)) AS s(key, windowStart)
                         ORDER BY k
@@ -297,10 +297,6 @@ extension PostgresStore {
             throw Self.storeError(operation, error)
         }
     }
-
-    /// The first key of the two-key advisory locks `recordMessageTally` takes per distinct window (the second is
-    /// the slot's `hashtext`); two-key locks never collide with `FeedLock`'s one-key locks.
-    private static let distinctSlotLocks: Int32 = 7_305
 
     private static func relationFactsQuery(sender: String, recipient: String) -> PostgresQuery {
         """

@@ -7,7 +7,7 @@ extension PostgresStore {
         let logger = logger
         return try await transaction("begin reprocess run") { connection in
             // Two hosts starting the same run at once: the second waits here and then resumes the first one's.
-            try await connection.run("SELECT pg_advisory_xact_lock(hashtext('sluice-reprocess:' || \(runKey)))", logger: logger)
+            try await connection.run("SELECT pg_advisory_xact_lock(hashtext('sluice-reprocess:' || current_schema() || ':' || \(runKey)))", logger: logger)
             let state = try await connection.rows("SELECT state FROM reprocessRun WHERE runKey = \(runKey)", logger: logger)
                 .first?.decode(String.self)
             if state == "running" {
