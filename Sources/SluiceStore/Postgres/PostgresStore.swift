@@ -131,7 +131,7 @@ public struct PostgresStore: StatusStore {
                     try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
                 }
             } catch {
-                guard attempt < Self.transactionAttempts, !Task.isCancelled, let state = Self.serverState(error),
+                guard attempt < Self.transactionAttempts, !Task.isCancelled, let state = Self.sqlState(error),
                       Self.retriedStates.contains(state) else {
                     throw Self.storeError(operation, error)
                 }
@@ -148,22 +148,18 @@ public struct PostgresStore: StatusStore {
     /// Runs of one transaction at most (the first and three more).
     static let transactionAttempts = 4
 
-    /// The SQLSTATE of the server error behind `error`, also when a transaction wraps it.
-    static func serverState(_ error: any Error) -> String? {
-        if let transaction = error as? PostgresTransactionError {
-            return [transaction.closureError, transaction.beginError, transaction.commitError].lazy.compactMap { $0 }.compactMap { serverState($0) }.first
-        }
-        return sqlState(error)
+    /// The error a transaction's wrapper carries (what its body threw, else what BEGIN or COMMIT did); any other
+    /// error as it is.
+    static func unwrapped(_ error: any Error) -> any Error {
+        guard let transaction = error as? PostgresTransactionError,
+              let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError else { return error }
+        return unwrapped(inner)
     }
 
     /// A `StoreError` naming what PostgreSQL said (postgres-nio's own description hides the server's message).
     static func storeError(_ operation: String, _ error: any Error) -> StoreError {
+        let error = unwrapped(error)
         if let error = error as? StoreError { return error }
-        if let transaction = error as? PostgresTransactionError {
-            if let closure = transaction.closureError { return storeError(operation, closure) }
-            if let begin = transaction.beginError { return storeError(operation, begin) }
-            if let commit = transaction.commitError { return storeError(operation, commit) }
-        }
         if let error = error as? PSQLError {
             if let server = error.serverInfo {
                 let state = server[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
@@ -175,9 +171,10 @@ public struct PostgresStore: StatusStore {
         return StoreError(operation: operation, underlying: error)
     }
 
-    /// The SQLSTATE of a server error (`23505` unique violation, `40001` serialization failure, …).
+    /// The SQLSTATE of the server error behind `error`, also when a transaction wraps it (`23505` unique violation,
+    /// `40001` serialization failure, …).
     static func sqlState(_ error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
+        (unwrapped(error) as? PSQLError)?.serverInfo?[.sqlState]
     }
 }
 
