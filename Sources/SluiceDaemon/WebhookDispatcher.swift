@@ -165,7 +165,8 @@ public struct WebhookDispatcher: Service {
     private func deliver(_ delivery: WebhookDelivery) async -> WebhookAttemptOutcome {
         let at = now()
         let outcome: WebhookAttemptOutcome
-        if let hook = webhooks.first(where: { $0.name == delivery.webhook }), let secret = hook.signingSecret(environment: environment) {
+        let configured = webhooks.first { $0.name == delivery.webhook }
+        if let hook = configured, let secret = hook.signingSecret(environment: environment) {
             let body = Data(delivery.payload.utf8)
             let headers = [(WebhookSignature.header, WebhookSignature.value(secret: secret, timestamp: Int(at.timeIntervalSince1970), body: body)),
                            ("X-Sluice-Delivery", delivery.id), ("X-Sluice-Event", delivery.event.rawValue)]
@@ -180,7 +181,7 @@ public struct WebhookDispatcher: Service {
             } else {
                 outcome = .delivered
             }
-        } else if webhooks.contains(where: { $0.name == delivery.webhook }) {
+        } else if configured != nil {
             outcome = .failed(error: "webhook \(delivery.webhook) is not configured with a signing secret any more")
         } else if at.timeIntervalSince(unknownSince.since(delivery.id, now: at)) < Self.unknownWebhookGrace {
             // During a rolling config change the claim's holder may be a daemon whose config does not have the
