@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import SluiceCore
+import SluiceProviders
+import SluiceTesting
+import SluiceText
+import Testing
+
+/// `priority.engine: "llm"` measured on the held-out files by replaying recorded answers
+/// (`Tests/Fixtures/priority/llm-recordings/`, made with `scripts/bench_quality/llm_replay.py record`): the recording
+/// must still match what the engine sends (a changed prompt, model name or labelled line is a miss and fails here,
+/// saying to record again), and the engine replaying it must keep the figures README quotes.
+@Suite struct PriorityLLMRecordingTests {
+    static let fixtures = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority")
+    static let model = "claude-helper-agent"
+
+    struct Recording: Decodable {
+        struct Message: Decodable, Equatable {
+            var role: String
+            var content: String
+        }
+
+        var key: String
+        var model: String
+        var messages: [Message]
+        var status: Int
+        var body: String
+    }
+
+    /// Answers a request from the recording when its model and messages are exactly a recorded one; 404 otherwise,
+    /// like `llm_replay.py replay`.
+    static func replay() async throws -> FakeJSONServer {
+        let file = fixtures.appendingPathComponent("llm-recordings/\(model).jsonl")
+        let recordings = try PriorityModelTests.lines(file, as: Recording.self)
+        let byUserMessage = Dictionary(recordings.map { ($0.messages.last?.content ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+        return try await FakeJSONServer.start { request, _ in
+            guard let body = request.json, let sent = body["messages"] as? [[String: String]],
+                  let recording = byUserMessage[sent.last?["content"] ?? ""], recording.model == body["model"] as? String,
+                  recording.messages == sent.map({ Recording.Message(role: $0["role"] ?? "", content: $0["content"] ?? "") }) else {
+                return .init(status: 404, body: #"{"error":{"message":"not recorded","type":"not_recorded"}}"#)
+            }
+            return .init(status: recording.status, body: recording.body)
+        }
+    }
+
+    @Test(arguments: [("heldout-11", 0.95), ("heldout-12", 0.94)])
+    func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
+        let server = try await Self.replay()
+        defer { server.stop() }
+        var config = PriorityConfig()
+        config.engine = .llm
+        config.baseURL = server.baseURL + "/v1"
+        config.model = Self.model
+        config.timeoutSeconds = 10
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let wordlists = TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")
+        let engine = LLMPriorityEngine(config: config, environment: [:],
+                                       fallback: RulesPriorityEngine(scorer: try PriorityScorer.load(directory: wordlists, language: "en")),
+                                       logger: logger)
+        let lines = try PriorityModelTests.lines(Self.fixtures.appendingPathComponent("\(file).jsonl"), as: PriorityModelTests.Labelled.self)
+        var right = 0
+        var swaps = 0
+        for line in lines {
+            let verdict = await engine.score(line.text, context: line.context)
+            #expect(verdict.engine == "llm", """
+                \(file) \(line.id) was not answered from the recording (\(verdict.fallbackReason ?? "")): the prompt, the model name \
+                or the line changed; record again with scripts/bench_quality/llm_replay.py record
+                """)
+            #expect(verdict.category != nil && verdict.timeframe != nil && verdict.confidence != nil && verdict.recommendedAction != nil,
+                    "\(line.id): the recorded answer's optional fields are kept")
+            if verdict.priority == line.band { right += 1 }
+            if Set([verdict.priority, line.band]) == ["high", "low"] { swaps += 1 }
+        }
+        #expect(lines.count == 170)
+        #expect(Double(right) / Double(lines.count) >= floor, "\(file): \(right)/\(lines.count)")
+        #expect(swaps == 0, "\(file)")
+        #expect(server.received.count == lines.count, "one request a line: a 404 is not retried")
+    }
+}
