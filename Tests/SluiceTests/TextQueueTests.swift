@@ -66,6 +66,36 @@ import Testing
         #expect(try await store.items(kind: .text).count == 11)
     }
 
+    /// Lines are split by `\n` (a `\r` before it dropped), blank and whitespace-only lines are skipped but counted, and
+    /// the last line needs no newline — over more than one of the ingestor's 4,096-line reads.
+    @Test func lineNumbersHoldAcrossCRLFBlankLinesAndLongFiles() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        var text = ""
+        for number in 1...5_000 {
+            switch number {
+            case 4_096: text += "\r\n"
+            case 4_097: text += " \t \r\n"
+            case 4_098: text += "\n"
+            case 4_100: text += "{\"id\": \"w4100\", \"userId\": \"u\"}\r\n"
+            case 5_000: text += #"{"id": "w5000", "userId": "u", "text": "last, no newline"}"#
+            default: text += "{\"id\": \"w\(number)\", \"userId\": \"u\", \"text\": \"line \(number)\"}\r\n"
+            }
+        }
+        let folder = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: folder.appendingPathComponent("long.jsonl"))
+        let store = try await runOnce(root, server: server)
+        #expect(try await store.items(kind: .text).count == 4_997)
+        #expect(try await store.item("w4095")?.content?.source == "queues/text/long.jsonl:4095")
+        #expect(try await store.item("w4099")?.content?.source == "queues/text/long.jsonl:4099")
+        #expect(try await store.item("w4099")?.content?.text == "line 4099", "no \\r left on the text")
+        #expect(try await store.item("w4100")?.reason == "queues/text/long.jsonl:4100: missing field \"text\"")
+        #expect(try await store.item("w5000")?.content?.source == "queues/text/long.jsonl:5000")
+        #expect(try await store.item("w5000")?.content?.text == "last, no newline")
+    }
+
     @Test func sameTextIsANoOpAndChangedTextIsJudgedAgain() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
