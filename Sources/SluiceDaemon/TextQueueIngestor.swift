@@ -66,14 +66,35 @@ public struct TextQueueIngestor: Sendable {
         return summaries
     }
 
-    /// Runs the lines through the intake pipeline (all at once when there is more than one); items in line order.
-    func judge(_ lines: [(line: Data, number: Int)], file name: String) async -> [Item] {
+    /// A line run through the intake pipeline, not yet made an item.
+    struct Judged: Sendable {
+        var fallbackID: ItemID
+        var run: PipelineRun<Prioritised>
+    }
+
+    /// Runs the lines through the intake pipeline (all at once when there is more than one); runs in line order.
+    func judge(_ lines: [(line: Data, number: Int)], file name: String) async -> [Judged] {
         let inputs = lines.map { QueueLine(bytes: $0.line, source: "queues/text/\(name):\($0.number)", fallbackID: ItemID("\(name):\($0.number)")) }
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: inputs.count)
-        return zip(inputs, runs).compactMap { input, run in
+        return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
+    }
+
+    /// A batch's items in line order, and how many of them are rejected lines; within a batch the last line for an
+    /// id wins, like sequential processing would. Made by the batch's write task, beside the judging of the next batch.
+    static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int) {
+        var seen = Set<ItemID>()
+        var items: [Item] = []
+        items.reserveCapacity(batch.count)
+        var rejected = 0
+        for judged in batch.reversed() {
             let now = Date()
-            return run.item(from: Item(id: input.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now), scope: .upload)
+            let base = Item(id: judged.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
+            guard let item = judged.run.item(from: base, scope: .upload) else { continue }
+            if item.status == .rejected { rejected += 1 }
+            if seen.insert(item.id).inserted { items.append(item) }
         }
+        items.reverse()
+        return (items, rejected)
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
@@ -152,8 +173,8 @@ public struct TextQueueIngestor: Sendable {
         let window: Int
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
-        var batch: [Item] = []
-        var writes: [Task<(written: Int, of: Int), any Error>] = []
+        var batch: [Judged] = []
+        var writes: [Task<(written: Int, of: Int, rejected: Int), any Error>] = []
 
         init(ingestor: TextQueueIngestor, name: String, stillHeld: @escaping @Sendable () async -> Bool) {
             self.ingestor = ingestor
@@ -163,11 +184,10 @@ public struct TextQueueIngestor: Sendable {
         }
 
         mutating func judgePending() async throws {
-            let items = await ingestor.judge(pending, file: name)
+            let judged = await ingestor.judge(pending, file: name)
             pending.removeAll(keepingCapacity: true)
-            for item in items {
-                if item.status == .rejected { summary.rejected += 1 }
-                batch.append(item)
+            for line in judged {
+                batch.append(line)
                 if batch.count >= TextQueueIngestor.batchSize { try await flush() }
             }
         }
@@ -177,28 +197,25 @@ public struct TextQueueIngestor: Sendable {
             // The rules' counts first: a crash before the verdicts are recorded replays the lines, and a message
             // request is keyed by its item, so it is counted once.
             try await ingestor.pipeline.settle()
-            var seen = Set<ItemID>()
-            var fresh: [Item] = []
-            fresh.reserveCapacity(batch.count)
-            // Within a batch the last line for an id wins, like sequential processing would.
-            for item in batch.reversed() where seen.insert(item.id).inserted { fresh.append(item) }
-            fresh.reverse()
+            let judged = batch
             batch.removeAll(keepingCapacity: true)
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
             let (store, stillHeld) = (ingestor.store, stillHeld)
             let previous = writes.last
-            writes.append(Task { [fresh] in
+            writes.append(Task {
+                let (items, rejected) = TextQueueIngestor.items(judged)
                 // In file order; and the claim is checked right before this batch commits.
                 if let previous { _ = try await previous.value }
                 guard await stillHeld() else { throw ClaimLost() }
-                return (try await store.recordChangedVerdicts(fresh, stage: "text"), fresh.count)
+                return (try await store.recordChangedVerdicts(items, stage: "text"), items.count, rejected)
             })
         }
 
         mutating func awaitOldestWrite() async throws {
-            let (written, of) = try await writes.removeFirst().value
+            let (written, of, rejected) = try await writes.removeFirst().value
             summary.recorded += written
             summary.unchanged += of - written
+            summary.rejected += rejected
         }
 
         mutating func awaitWrites() async throws {
