@@ -90,7 +90,8 @@ public struct Pipeline<Input: ItemFacts, Output: ItemFacts>: Sendable {
 
     /// Runs every input, `concurrency` at a time (a provider's latency, not the CPU, sets the pace), with the
     /// runs in input order.
-    public func run(_ inputs: [Input], context: StageContext, concurrency: Int) async -> [PipelineRun<Output>] {
+    /// Inlinable (specialised where it is called): the text queue calls it for every line.
+    @inlinable public func run(_ inputs: [Input], context: StageContext, concurrency: Int) async -> [PipelineRun<Output>] {
         if inputs.count == 1, let only = inputs.first { return [await run(only, context: context)] }
         var runs: [PipelineRun<Output>] = []
         runs.reserveCapacity(inputs.count)
