@@ -6,7 +6,8 @@ import SluiceTesting
 import SluiceText
 import Testing
 
-/// `priority.engine: "llm"` measured on the held-out files by replaying recorded answers
+/// `priority.engine: "llm"` measured on held-out files by replaying recorded answers (tune-16 and tune-17 were
+/// heldout-11 and heldout-12 when they were recorded)
 /// (`Tests/Fixtures/priority/llm-recordings/`, made with `scripts/bench_quality/llm_replay.py record`): the recording
 /// must still match what the engine sends (a changed prompt, model name or labelled line is a miss and fails here,
 /// saying to record again), and the engine replaying it must keep the figures README quotes.
@@ -43,7 +44,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [("heldout-11", 0.95), ("heldout-12", 0.94)])
+    @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94)])
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }
