@@ -44,7 +44,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94)])
+    @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94), ("heldout-13", 0.93), ("heldout-14", 0.93)])
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }

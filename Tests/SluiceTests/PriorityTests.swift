@@ -187,7 +187,8 @@ import Testing
         let engine = RulesPriorityEngine(scorer: Self.scorer)
         for (file, floor) in [("tune", 0.94), ("tune-2", 0.94), ("tune-3", 0.92), ("tune-4", 0.91), ("tune-5", 0.97), ("tune-6", 0.94), ("tune-7", Self.heldOutFloor),
                              ("tune-8", 0.72), ("tune-9", 0.75), ("tune-10", 0.56), ("tune-11", 0.63),
-                             ("tune-12", 0.67), ("tune-13", 0.71), ("tune-14", 0.62), ("tune-15", 0.66), ("tune-16", 0.70), ("tune-17", 0.74)] {
+                             ("tune-12", 0.67), ("tune-13", 0.71), ("tune-14", 0.62), ("tune-15", 0.66), ("tune-16", 0.70), ("tune-17", 0.74),
+                             ("heldout-13", 0.69), ("heldout-14", 0.67)] {
             let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
             var right = 0
             var swaps = 0
