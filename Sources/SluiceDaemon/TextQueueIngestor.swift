@@ -82,17 +82,22 @@ public struct TextQueueIngestor: Sendable {
     /// A batch's items in line order, and how many of them are rejected lines; within a batch the last line for an
     /// id wins, like sequential processing would. Made by the batch's write task, beside the judging of the next batch.
     static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int) {
-        var seen = Set<ItemID>()
-        var items: [Item] = []
-        items.reserveCapacity(batch.count)
+        // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
+        // ordered by `createdAt`; listings by `updatedAt`).
+        var made: [Item] = []
+        made.reserveCapacity(batch.count)
         var rejected = 0
-        for judged in batch.reversed() {
+        for judged in batch {
             let now = Date()
             let base = Item(id: judged.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
             guard let item = judged.run.item(from: base, scope: .upload) else { continue }
             if item.status == .rejected { rejected += 1 }
-            if seen.insert(item.id).inserted { items.append(item) }
+            made.append(item)
         }
+        var seen = Set<ItemID>()
+        var items: [Item] = []
+        items.reserveCapacity(made.count)
+        for item in made.reversed() where seen.insert(item.id).inserted { items.append(item) }
         items.reverse()
         return (items, rejected)
     }
@@ -159,7 +164,7 @@ public struct TextQueueIngestor: Sendable {
         }
     }
 
-    /// One file's state while it is ingested: lines waiting to be judged, items waiting to be written, and the writes
+    /// One file's state while it is ingested: lines waiting to be judged, pipeline runs waiting to be written, and the writes
     /// in flight. Batches are written while the next ones are judged (the store's writer and the pipeline each keep a
     /// core busy): up to `writesAhead` writes are queued, each waiting for the one before it, so batches land in file
     /// order and the judging never waits for a write unless the writer is the slower of the two. Which lines are

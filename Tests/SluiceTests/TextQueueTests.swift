@@ -87,13 +87,33 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(text.utf8).write(to: folder.appendingPathComponent("long.jsonl"))
         let store = try await runOnce(root, server: server)
+        // The CR-only and whitespace-and-CR lines are blank (skipped, counted): 5,000 - 3 blank.
         #expect(try await store.items(kind: .text).count == 4_997)
         #expect(try await store.item("w4095")?.content?.source == "queues/text/long.jsonl:4095")
         #expect(try await store.item("w4099")?.content?.source == "queues/text/long.jsonl:4099")
-        #expect(try await store.item("w4099")?.content?.text == "line 4099", "no \\r left on the text")
         #expect(try await store.item("w4100")?.reason == "queues/text/long.jsonl:4100: missing field \"text\"")
         #expect(try await store.item("w5000")?.content?.source == "queues/text/long.jsonl:5000")
         #expect(try await store.item("w5000")?.content?.text == "last, no newline")
+    }
+
+    /// Items are stamped in line order, within a batch and across batches: threads without `sentAt` are ordered by
+    /// `createdAt`, listings by `updatedAt`.
+    @Test func itemsAreStampedInLineOrder() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "order.jsonl", (1...4_500).map { #"{"id": "o\#($0)", "userId": "u", "text": "message \#($0)"}"# })
+        let store = try await runOnce(root, server: server)
+        let items = try await store.items(kind: .text)
+        #expect(items.count == 4_500)
+        let byLine = items.sorted { Int($0.id.rawValue.dropFirst()) ?? 0 < Int($1.id.rawValue.dropFirst()) ?? 0 }
+        let first = try #require(byLine.first?.createdAt)
+        let last = try #require(byLine.last?.createdAt)
+        #expect(first < last, "a 4,500-line file takes more than a millisecond")
+        for (earlier, later) in zip(byLine, byLine.dropFirst()) where later.createdAt < earlier.createdAt {
+            Issue.record("\(later.id) is stamped before \(earlier.id)")
+            break
+        }
     }
 
     @Test func sameTextIsANoOpAndChangedTextIsJudgedAgain() async throws {
