@@ -115,18 +115,25 @@ public struct TextQueueIngestor: Sendable {
         var run = FileRun(ingestor: self, name: name, stillHeld: stillHeld)
         var lineNumber = 0
         var offset = 0
-        while offset < data.count {
-            let (lines, next, counted) = Self.lines(of: data, from: offset, numbered: lineNumber)
-            (offset, lineNumber) = (next, counted)
-            for (range, number) in lines {
-                run.summary.lines += 1
-                run.pending.append((data.subdata(in: range), number))
-                if run.pending.count >= run.window { try await run.judgePending() }
+        do {
+            while offset < data.count {
+                let (lines, next, counted) = Self.lines(of: data, from: offset, numbered: lineNumber)
+                (offset, lineNumber) = (next, counted)
+                for (range, number) in lines {
+                    run.summary.lines += 1
+                    run.pending.append((data.subdata(in: range), number))
+                    if run.pending.count >= run.window { try await run.judgePending() }
+                }
             }
+            try await run.judgePending()
+            try await run.flush()
+            try await run.awaitWrites()
+        } catch {
+            // The writes already queued end before the error leaves (and the caller releases the file's claim), so
+            // none commits after another daemon may have taken the file over.
+            await run.settleWrites()
+            throw error
         }
-        try await run.judgePending()
-        try await run.flush()
-        try await run.awaitWrites()
         let summary = run.summary
         guard await stillHeld() else { throw ClaimLost() }
         try FileOps.move(file, to: done.appendingPathComponent(name))
@@ -221,6 +228,12 @@ public struct TextQueueIngestor: Sendable {
             summary.recorded += written
             summary.unchanged += of - written
             summary.rejected += rejected
+        }
+
+        /// Waits for every queued write, whatever it ends with (the caller is already failing).
+        mutating func settleWrites() async {
+            for write in writes { _ = try? await write.value }
+            writes.removeAll()
         }
 
         mutating func awaitWrites() async throws {
