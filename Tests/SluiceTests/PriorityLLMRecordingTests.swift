@@ -1,9 +1,7 @@
 import Foundation
-import Logging
 import SluiceCore
 import SluiceProviders
 import SluiceTesting
-import SluiceText
 import Testing
 
 /// `priority.engine: "llm"` measured on held-out files by replaying recorded answers (tune-16 and tune-17 were
@@ -48,21 +46,9 @@ import Testing
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }
-        var config = PriorityConfig()
-        config.engine = .llm
-        config.baseURL = server.baseURL + "/v1"
-        config.model = Self.model
-        config.timeoutSeconds = 10
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let wordlists = TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists")
-        let engine = LLMPriorityEngine(config: config, environment: [:],
-                                       fallback: RulesPriorityEngine(scorer: try PriorityScorer.load(directory: wordlists, language: "en")),
-                                       logger: logger)
+        let engine = PriorityTests.llm(server, model: Self.model)
         let lines = try PriorityModelTests.lines(Self.fixtures.appendingPathComponent("\(file).jsonl"), as: PriorityModelTests.Labelled.self)
-        var right = 0
-        var swaps = 0
-        for line in lines {
+        let (right, swaps) = await PriorityModelTests.tally(lines) { line in
             let verdict = await engine.score(line.text, context: line.context)
             #expect(verdict.engine == "llm", """
                 \(file) \(line.id) was not answered from the recording (\(verdict.fallbackReason ?? "")): the prompt, the model name \
@@ -70,8 +56,7 @@ import Testing
                 """)
             #expect(verdict.category != nil && verdict.timeframe != nil && verdict.confidence != nil && verdict.recommendedAction != nil,
                     "\(line.id): the recorded answer's optional fields are kept")
-            if verdict.priority == line.band { right += 1 }
-            if Set([verdict.priority, line.band]) == ["high", "low"] { swaps += 1 }
+            return verdict.priority
         }
         #expect(lines.count == 170)
         #expect(Double(right) / Double(lines.count) >= floor, "\(file): \(right)/\(lines.count)")

@@ -28,6 +28,18 @@ import Testing
         try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map { try JSONDecoder().decode(T.self, from: Data($0.utf8)) }
     }
 
+    /// How many lines `band` puts in their labelled band, and how many it swaps high and low.
+    static func tally(_ lines: [Labelled], band: (Labelled) async throws -> String) async rethrows -> (right: Int, swaps: Int) {
+        var right = 0
+        var swaps = 0
+        for line in lines {
+            let scored = try await band(line)
+            if scored == line.band { right += 1 }
+            if Set([scored, line.band]) == ["high", "low"] { swaps += 1 }
+        }
+        return (right, swaps)
+    }
+
     static func labelled() throws -> [Labelled] {
         let files = try FileManager.default.contentsOfDirectory(atPath: fixtures.path)
             .filter { $0.hasSuffix(".jsonl") && $0 != "model-expected.jsonl" }.sorted()
@@ -114,13 +126,7 @@ import Testing
         let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
                                          scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"))
         let lines = try Self.lines(Self.fixtures.appendingPathComponent("\(file).jsonl"), as: Labelled.self)
-        var right = 0
-        var swaps = 0
-        for line in lines {
-            let band = await engine.score(line.text, context: line.context).priority
-            if band == line.band { right += 1 }
-            if Set([band, line.band]) == ["high", "low"] { swaps += 1 }
-        }
+        let (right, swaps) = await Self.tally(lines) { await engine.score($0.text, context: $0.context).priority }
         #expect(lines.count == 170)
         #expect(Double(right) / Double(lines.count) >= floor, "\(file): \(right)/\(lines.count)")
         #expect(swaps <= maxSwaps, "\(file): \(swaps) high↔low swaps")

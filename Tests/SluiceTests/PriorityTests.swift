@@ -94,10 +94,12 @@ import Testing
 
     // MARK: LLM engine
 
-    func llm(_ server: FakeJSONServer) -> LLMPriorityEngine {
+    /// The LLM engine against `server`, asking for `model`, with the rules as its fallback.
+    static func llm(_ server: FakeJSONServer, model: String = PriorityConfig().model) -> LLMPriorityEngine {
         var config = PriorityConfig()
         config.engine = .llm
         config.baseURL = server.baseURL + "/v1"
+        config.model = model
         config.apiKeyEnv = "TEST_LLM_KEY"
         config.timeoutSeconds = 5
         var logger = Logger(label: "test")
@@ -120,7 +122,7 @@ import Testing
             .init(body: Self.completion(#"{"priority":"high","urgencyScore":88,"isUrgent":true,"reason":"outage","urgencyIndicators":["outage"]}"#))
         }
         defer { server.stop() }
-        let verdict = await llm(server).score("prod is down", context: "ops channel")
+        let verdict = await Self.llm(server).score("prod is down", context: "ops channel")
         #expect(verdict == PriorityVerdict(urgencyScore: 88, reason: "outage", urgencyIndicators: ["outage"], engine: "llm"))
         let request = try #require(server.received.first)
         #expect(request.path == "/v1/chat/completions")
@@ -144,7 +146,7 @@ import Testing
     func llmFallsBackToRulesOnAnyBadAnswer(content: String, why: String) async throws {
         let server = try await FakeJSONServer.start { _, _ in .init(body: Self.completion(content)) }
         defer { server.stop() }
-        let verdict = await llm(server).score("URGENT: need help ASAP!!!", context: nil)
+        let verdict = await Self.llm(server).score("URGENT: need help ASAP!!!", context: nil)
         #expect(verdict.engine == "rules (llm fallback)")
         #expect(verdict.fallbackReason?.contains(why) == true, "\(verdict.fallbackReason ?? "nil")")
         #expect(verdict.priority == "high", "the rules still judge")
@@ -155,7 +157,7 @@ import Testing
             .init(body: Self.completion(#"{"priority":"high","urgencyScore":90,"isUrgent":true,"reason":"flood","urgencyIndicators":["water"],"confidence":"high","timeframe":"immediate","category":"emergency","recommendedAction":"Call now"}"#))
         }
         defer { server.stop() }
-        let verdict = await llm(server).score("water coming in", context: nil)
+        let verdict = await Self.llm(server).score("water coming in", context: nil)
         #expect(verdict.engine == "llm")
         #expect(verdict.confidence == "high" && verdict.timeframe == "immediate" && verdict.category == "emergency")
         #expect(verdict.recommendedAction == "Call now")
@@ -189,20 +191,11 @@ import Testing
                              ("tune-8", 0.72), ("tune-9", 0.75), ("tune-10", 0.56), ("tune-11", 0.63),
                              ("tune-12", 0.67), ("tune-13", 0.71), ("tune-14", 0.62), ("tune-15", 0.66), ("tune-16", 0.70), ("tune-17", 0.74),
                              ("heldout-13", 0.69), ("heldout-14", 0.67)] {
-            let url = TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/priority/\(file).jsonl")
-            var right = 0
-            var swaps = 0
-            var lines = 0
-            for raw in try String(contentsOf: url, encoding: .utf8).split(separator: "\n") {
-                let line = try #require(try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any])
-                let band = try #require(line["band"] as? String)
-                let verdict = await engine.score(try #require(line["text"] as? String), context: line["context"] as? String)
-                lines += 1
-                if verdict.priority == band { right += 1 }
-                if Set([verdict.priority, band]) == ["high", "low"] { swaps += 1 }
-            }
-            let accuracy = Double(right) / Double(lines)
-            #expect(accuracy >= floor, "\(file): \(right)/\(lines)")
+            let lines = try PriorityModelTests.lines(PriorityModelTests.fixtures.appendingPathComponent("\(file).jsonl"),
+                                                     as: PriorityModelTests.Labelled.self)
+            let (right, swaps) = await PriorityModelTests.tally(lines) { await engine.score($0.text, context: $0.context).priority }
+            let accuracy = Double(right) / Double(lines.count)
+            #expect(accuracy >= floor, "\(file): \(right)/\(lines.count)")
             if file == "tune" || file == "tune-2" { #expect(swaps == 0, "\(file): \(swaps) high↔low swaps") }
             // The files the rules were tuned on (tune-7 … tune-17 never were: they are only the model engine's training data).
             if ["tune", "tune-2", "tune-3", "tune-4", "tune-5", "tune-6"].contains(file) { #expect(swaps <= 2, "\(file): \(swaps) high↔low swaps") }
@@ -212,7 +205,7 @@ import Testing
     @Test func llmHTTPFailureFallsBack() async throws {
         let server = try await FakeJSONServer.start { _, _ in .init(status: 500, body: #"{"error":{"message":"boom"}}"#) }
         defer { server.stop() }
-        let verdict = await llm(server).score("no rush", context: nil)
+        let verdict = await Self.llm(server).score("no rush", context: nil)
         #expect(verdict.engine == "rules (llm fallback)")
         #expect(verdict.fallbackReason?.contains("HTTP 500: boom") == true)
         #expect(verdict.priority == "low")
