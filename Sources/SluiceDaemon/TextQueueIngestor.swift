@@ -144,8 +144,9 @@ public struct TextQueueIngestor: Sendable {
 
     /// The next lines of `data` from byte `offset` (up to 4,096 of them): each line that is not blank (spaces and tabs
     /// only), without its `\n` or `\r\n`, as byte offsets into `data` with its 1-based line number; where the next
-    /// call starts, and how many lines (blank ones too) the file has up to there. The bytes are read through one pointer: indexing `Data` byte by byte checks exclusive access to
-    /// its storage on every byte (~3% of the daemon's text path).
+    /// call starts, and how many lines (blank ones too) the file has up to there. The bytes are read through one
+    /// pointer: indexing `Data` byte by byte checks exclusive access to its storage on every byte (~3% of the
+    /// daemon's text path).
     static func lines(of data: Data, from offset: Int, numbered before: Int)
         -> (lines: [(range: Range<Int>, number: Int)], next: Int, counted: Int) {
         data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
@@ -171,8 +172,8 @@ public struct TextQueueIngestor: Sendable {
         }
     }
 
-    /// One file's state while it is ingested: lines waiting to be judged, pipeline runs waiting to be written, and the writes
-    /// in flight. Batches are written while the next ones are judged (the store's writer and the pipeline each keep a
+    /// One file's state while it is ingested: lines waiting to be judged, pipeline runs waiting to be written, and the
+    /// writes in flight. Batches are written while the next ones are judged (the store's writer and the pipeline each keep a
     /// core busy): up to `writesAhead` writes are queued, each waiting for the one before it, so batches land in file
     /// order and the judging never waits for a write unless the writer is the slower of the two. Which lines are
     /// unchanged (same id, same text: a replay after a crash) is decided inside the write's own transaction.
@@ -180,20 +181,14 @@ public struct TextQueueIngestor: Sendable {
         let ingestor: TextQueueIngestor
         let name: String
         let stillHeld: @Sendable () async -> Bool
-        /// Lines are judged one at a time, or a window at a time when a text classifier is called (its latency, not
-        /// Sluice, sets the pace); either way they are recorded in file order.
-        let window: Int
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
         var batch: [Judged] = []
         var writes: [Task<(written: Int, of: Int, rejected: Int), any Error>] = []
 
-        init(ingestor: TextQueueIngestor, name: String, stillHeld: @escaping @Sendable () async -> Bool) {
-            self.ingestor = ingestor
-            self.name = name
-            self.stillHeld = stillHeld
-            window = ingestor.pipeline.concurrentLines
-        }
+        /// Lines are judged one at a time, or a window at a time when a text classifier is called (its latency, not
+        /// Sluice, sets the pace); either way they are recorded in file order.
+        var window: Int { ingestor.pipeline.concurrentLines }
 
         mutating func judgePending() async throws {
             let judged = await ingestor.judge(pending, file: name)

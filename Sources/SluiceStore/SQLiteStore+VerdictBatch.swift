@@ -129,11 +129,11 @@ extension SQLiteStore {
     /// Runs `statement` with `values` bound in order (as many as it has parameters), through GRDB's execution (its
     /// statement hooks and error reporting); the values are bound straight to SQLite as GRDB binds them.
     static func execute(_ statement: Statement, binding values: [DatabaseValue]) throws {
-        // Resets the statement, clears its bindings and marks them set, so `execute()` runs with the ones bound here.
         let parameters = Int(sqlite3_bind_parameter_count(statement.sqliteStatement))
         guard parameters == values.count else {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "\(values.count) values for \(parameters) parameters", sql: statement.sql)
         }
+        // Resets the statement, clears its bindings and marks them set, so `execute()` runs with the ones bound here.
         statement.setUncheckedArguments(StatementArguments())
         for (offset, value) in values.enumerated() {
             let code = value.bind(to: statement.sqliteStatement, at: CInt(offset + 1))
