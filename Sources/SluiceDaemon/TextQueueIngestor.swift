@@ -80,7 +80,8 @@ public struct TextQueueIngestor: Sendable {
     }
 
     /// A batch's items in line order, and how many of them are rejected lines; within a batch the last line for an
-    /// id wins, like sequential processing would. Made by the batch's write task, beside the judging of the next batch.
+    /// id wins, like sequential processing would. Made by the batch's write task once the batch before it is written,
+    /// beside the judging of the next batch.
     static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
@@ -210,9 +211,10 @@ public struct TextQueueIngestor: Sendable {
             let (store, stillHeld) = (ingestor.store, stillHeld)
             let previous = writes.last
             writes.append(Task {
-                let (items, rejected) = TextQueueIngestor.items(judged)
-                // In file order; and the claim is checked right before this batch commits.
+                // In file order, and made only after the previous batch is written, so every stamp here is later
+                // than that batch's; the claim is checked right before this batch commits.
                 if let previous { _ = try await previous.value }
+                let (items, rejected) = TextQueueIngestor.items(judged)
                 guard await stillHeld() else { throw ClaimLost() }
                 return (try await store.recordChangedVerdicts(items, stage: "text"), items.count, rejected)
             })
