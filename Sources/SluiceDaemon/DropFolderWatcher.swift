@@ -31,11 +31,13 @@ public final class DropFolderWatcher: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in self?.stopped.withLock { $0 = true } }
+        // The first watches are in place before this returns: the caller's first scan comes after it, so a file
+        // that lands between that scan and the watcher thread's start still raises an event.
+        let watches = Self.initialWatches(fd: fd, pending: pending, extraFolders: extraFolders)
         let pending = pending
-        let extraFolders = extraFolders
         let logger = logger
         let thread = Thread { [self] in
-            self.watchLoop(fd: fd, pending: pending, extraFolders: extraFolders, continuation: continuation, logger: logger)
+            self.watchLoop(fd: fd, watches: watches, pending: pending, continuation: continuation, logger: logger)
             close(fd)
         }
         thread.name = "sluice-inotify"
@@ -47,10 +49,11 @@ public final class DropFolderWatcher: Sendable {
     #if os(Linux)
     private static let folderMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
-    private func watchLoop(fd: Int32, pending: URL, extraFolders: [URL], continuation: AsyncStream<Void>.Continuation, logger: Logger) {
+    /// Watches pending/, the extra folders and every user folder already in pending/; watch descriptor → path.
+    private static func initialWatches(fd: Int32, pending: URL, extraFolders: [URL]) -> [Int32: String] {
         var watches: [Int32: String] = [:]
         func addWatch(_ path: String) {
-            let wd = inotify_add_watch(fd, path, Self.folderMask)
+            let wd = inotify_add_watch(fd, path, folderMask)
             if wd >= 0 { watches[wd] = path }
         }
         addWatch(pending.path)
@@ -58,6 +61,16 @@ public final class DropFolderWatcher: Sendable {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: pending.path)) ?? [] {
             let path = pending.appendingPathComponent(name).path
             if FileType(at: URL(fileURLWithPath: path)) == .directory { addWatch(path) }
+        }
+        return watches
+    }
+
+    private func watchLoop(fd: Int32, watches initial: [Int32: String], pending: URL, continuation: AsyncStream<Void>.Continuation,
+                           logger: Logger) {
+        var watches = initial
+        func addWatch(_ path: String) {
+            let wd = inotify_add_watch(fd, path, Self.folderMask)
+            if wd >= 0 { watches[wd] = path }
         }
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
