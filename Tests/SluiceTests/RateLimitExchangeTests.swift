@@ -11,9 +11,10 @@ import Testing
 /// Per-user limits counted in each API process's memory and exchanged with the store: exact in one process, and
 /// with several processes over by no more than what the others admitted since the last exchange (the README's bound).
 @Suite struct RateLimitExchangeTests {
-    /// An API process over `root` whose `validate_text` limit is 10 a minute; the processes share the store file.
-    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int) async throws -> some ApplicationProtocol {
-        try await SeedClientTests.application(root) { config in
+    /// An API process over `root` whose `validate_text` limit is 10 an hour; the processes share the store file. Their
+    /// clock stands still at one instant of the test's (so no run crosses the hour and starts a new window).
+    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int, at instant: Date) async throws -> some ApplicationProtocol {
+        try await SeedClientTests.application(root, now: { instant }) { config in
             config.limits.rate.textMessage = RateLimitRule(limit: 10, windowSeconds: 3600)
             config.limits.rate.exchangeMilliseconds = exchangeMilliseconds
         }
@@ -27,9 +28,26 @@ import Testing
         }
     }
 
+    /// Waits (up to 60 s) until `get_rate_limits` shows the user's `text_message` count at `count` or more: the
+    /// process has read the stored count in the background.
+    static func waitForCount(_ client: some TestClientProtocol, as user: String, atLeast count: Int) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let current = try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: SeedClientTests.user(user),
+                                                   body: ByteBuffer(string: #"{"data": {}}"#)) { response -> Int in
+                let json = SeedClientTests.json(response.body)
+                return ((json["result"] as? [String: Any])?["text_message"] as? [String: Any])?["current"] as? Int ?? 0
+            }
+            if current >= count { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("the stored count of \(user) was not read within 60 s")
+    }
+
     @Test func oneProcessIsExactAndTheWindowSurvivesARestart() async throws {
         let root = try TemporaryDataRoot()
-        let first = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
+        let instant = Date()
+        let first = try await Self.process(root, exchangeMilliseconds: 60_000, at: instant).test(.live) { client -> [Bool] in
             var outcomes: [Bool] = []
             for _ in 0..<11 { outcomes.append(try await Self.validate(client, as: "ann")) }
             return outcomes
@@ -37,9 +55,9 @@ import Testing
         #expect(first == Array(repeating: true, count: 10) + [false], "\(first)")
         // The process stopped gracefully and wrote its counts. The next one answers a user's first request while it
         // reads their count in the background (the documented bound: what it admits in that time), then refuses.
-        let after = try await Self.process(root, exchangeMilliseconds: 60_000).test(.live) { client -> [Bool] in
+        let after = try await Self.process(root, exchangeMilliseconds: 60_000, at: instant).test(.live) { client -> [Bool] in
             var outcomes = [try await Self.validate(client, as: "ann")]
-            try await Task.sleep(for: .seconds(1))  // the background read is done by then, even on a loaded machine
+            try await Self.waitForCount(client, as: "ann", atLeast: 10)
             for _ in 0..<3 { outcomes.append(try await Self.validate(client, as: "ann")) }
             return outcomes
         }
@@ -48,8 +66,9 @@ import Testing
 
     @Test func processesThatHaveNotExchangedGoOverByWhatTheOthersAdmitted() async throws {
         let root = try TemporaryDataRoot()
-        let first = try await Self.process(root, exchangeMilliseconds: 60_000)
-        let second = try await Self.process(root, exchangeMilliseconds: 60_000)
+        let instant = Date()
+        let first = try await Self.process(root, exchangeMilliseconds: 60_000, at: instant)
+        let second = try await Self.process(root, exchangeMilliseconds: 60_000, at: instant)
         let (a, b) = try await first.test(.router) { one -> (Int, Int) in
             try await second.test(.router) { two -> (Int, Int) in
                 var a = 0, b = 0
@@ -65,8 +84,9 @@ import Testing
 
     @Test func processesThatExchangeOnEveryRequestAgreeExactly() async throws {
         let root = try TemporaryDataRoot()
-        let first = try await Self.process(root, exchangeMilliseconds: 0)
-        let second = try await Self.process(root, exchangeMilliseconds: 0)
+        let instant = Date()
+        let first = try await Self.process(root, exchangeMilliseconds: 0, at: instant)
+        let second = try await Self.process(root, exchangeMilliseconds: 0, at: instant)
         let outcomes = try await first.test(.router) { one -> [Bool] in
             try await second.test(.router) { two -> [Bool] in
                 var outcomes: [Bool] = []
@@ -85,7 +105,8 @@ import Testing
     @Test(arguments: [(users: 40, exchangeMilliseconds: 5), (users: 600, exchangeMilliseconds: 200)])
     func concurrentRequestsOfManyNewUsersAreEachCountedExactly(users: Int, exchangeMilliseconds: Int) async throws {
         let root = try TemporaryDataRoot()
-        let admitted = try await Self.process(root, exchangeMilliseconds: exchangeMilliseconds).test(.router) { client -> [String: Int] in
+        let instant = Date()
+        let admitted = try await Self.process(root, exchangeMilliseconds: exchangeMilliseconds, at: instant).test(.router) { client -> [String: Int] in
             try await withThrowingTaskGroup(of: (String, Bool).self) { group in
                 for index in 0..<(users * 12) {
                     let user = "user\(index % users)"

@@ -8,6 +8,7 @@ import SluiceCore
 import SluicePipeline
 import SluiceServices
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// Seed 004's thread callables as an app calls them: message lines through the daemon's text queue, the thread
@@ -109,10 +110,11 @@ import Testing
 
     static let environment = SeedClientTests.environment.merging(["THREADS_TEST_KEY": "sk-thread-test"]) { $1 }
 
-    static func application(_ root: TemporaryDataRoot, edit: @escaping (inout PipelineConfig) -> Void) async throws -> some ApplicationProtocol {
+    static func application(_ root: TemporaryDataRoot, now: @escaping @Sendable () -> Date = Date.init,
+                            edit: @escaping (inout PipelineConfig) -> Void) async throws -> some ApplicationProtocol {
         let config = root.config(endpoint: "http://127.0.0.1:9/v1", edit: edit)
         return buildApplication(services: try await Services.live(config: config, environment: environment, logger: quietLogger).api(),
-                                environment: environment, logger: quietLogger)
+                                environment: environment, now: now, logger: quietLogger)
     }
 
     static func call(_ client: some TestClientProtocol, _ name: String, headers: HTTPFields = SeedClientTests.user("ana"), _ data: String,
@@ -264,22 +266,28 @@ import Testing
         let root = try TemporaryDataRoot()
         try await ConversationRulesTests.send(root, Self.lines())
         // Garbage for summaries, schema-violating JSON for action items; for decisions 429 then 500 (both attempts),
-        // then answers too slow for the 1 s timeout (both attempts), then a good answer.
-        let server = try await FakeJSONServer.start { received, index in
+        // then answers too slow for the 2 s timeout (both attempts), then a good answer. Decision answers are chosen by
+        // how many decision requests came before (not by all requests), and the timeout leaves a loaded machine room.
+        let decisionRequests = Mutex(0)
+        let server = try await FakeJSONServer.start { received, _ in
             let json = received.json ?? [:]
             let prompt = Self.prompt(json)
             if prompt.hasPrefix("Summarise") { return .init(body: "this is not json at all") }
             if prompt.hasPrefix("List the action items") {
                 return .init(body: Self.wrap(kind, #"{"items":[{"task":"no source"}]}"#, request: json))
             }
-            if index < 4 {
-                return index % 2 == 0 ? .init(status: 429, body: #"{"error":{"message":"slow down"}}"#, headers: ["retry-after": "0"])
-                                      : .init(status: 500, body: #"{"error":{"message":"boom"}}"#)
+            let index = decisionRequests.withLock { count in
+                count += 1
+                return count - 1
             }
-            return .init(body: Self.wrap(kind, Self.answer(for: prompt), request: json), delay: index < 6 ? 3 : 0)
+            if index < 2 {
+                return index == 0 ? .init(status: 429, body: #"{"error":{"message":"slow down"}}"#, headers: ["retry-after": "0"])
+                                  : .init(status: 500, body: #"{"error":{"message":"boom"}}"#)
+            }
+            return .init(body: Self.wrap(kind, Self.answer(for: prompt), request: json), delay: index < 4 ? 6 : 0)
         }
         defer { server.stop() }
-        let app = try await Self.application(root, edit: Self.llm(kind, server: server, timeout: 1))
+        let app = try await Self.application(root, edit: Self.llm(kind, server: server, timeout: 2))
         try await app.test(.router) { client in
             for (name, needle) in [("summarizeThread", "not a JSON object"), ("extractActionItems", "does not follow its schema"),
                                    ("trackDecisions", "HTTP 500"), ("trackDecisions", "after 2 attempts")] {
@@ -303,7 +311,9 @@ import Testing
             return .init(body: Self.wrap(.openAI, Self.answer(for: Self.prompt(json)), request: json))
         }
         defer { server.stop() }
-        let app = try await Self.application(root) { config in
+        // The clock stands still, so the two calls of the limit's window are never split by a minute's turn.
+        let instant = Date()
+        let app = try await Self.application(root, now: { instant }) { config in
             Self.llm(.openAI, server: server)(&config)
             config.limits.rate.threads = RateLimitRule(limit: 2, windowSeconds: 60)
         }
