@@ -30,7 +30,8 @@ import Testing
         try daemon.run()
         // Wait until some, but not all, verdicts are in, then kill without warning.
         var verdicts = 0
-        for _ in 0..<300 {
+        let deadline = Date().addingTimeInterval(60)  // a deadline, not a count of polls: a loaded machine starts slowly
+        while Date() < deadline {
             try await Task.sleep(nanoseconds: 50_000_000)
             if let store = await root.storeWhenReady() {
                 verdicts = (try? await store.items().filter { $0.status.isFinal }.count) ?? 0
@@ -63,7 +64,8 @@ import Testing
 
     @Test func watchModePicksUpNewUploadsAndDrainsOnSIGTERM() async throws {
         let root = try TemporaryDataRoot()
-        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.3, then: .safeSearch(cleanResult)) }
+        // Each answer takes 2 s, so SIGTERM surely lands while the second upload is in flight.
+        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 2, then: .safeSearch(cleanResult)) }
         defer { server.stop() }
         let config = try root.writeConfigFile(endpoint: server.endpoint, extra: #""daemon": {"rescanSeconds": 600}"#)
         let daemon = Process()
@@ -73,8 +75,10 @@ import Testing
         try await Task.sleep(nanoseconds: 800_000_000)
         // Arrives after start: only inotify can see it (the rescan period is 10 minutes).
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "live", name: "first.jpg")
+        // Deadlines, not counts of polls: a loaded machine may take many seconds to start the daemon.
         var status: ItemStatus?
-        for _ in 0..<200 where status != .approved {
+        let approvedBy = Date().addingTimeInterval(60)
+        while status != .approved, Date() < approvedBy {
             try await Task.sleep(nanoseconds: 50_000_000)
             status = try? await root.storeWhenReady()?.item("live/first")?.status
         }
@@ -82,7 +86,8 @@ import Testing
         // A new folder created while running is watched too; SIGTERM arrives while that upload is in flight.
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "newuser", name: "second.png")
         var inFlight = false
-        for _ in 0..<100 where !inFlight {
+        let sentBy = Date().addingTimeInterval(60)
+        while !inFlight, Date() < sentBy {
             try await Task.sleep(nanoseconds: 20_000_000)
             inFlight = server.received.count >= 2
         }

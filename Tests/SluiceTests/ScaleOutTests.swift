@@ -175,7 +175,9 @@ struct ScaleOutTests {
         let judged = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
         #expect(judged.status == 0, "\(judged.stderr)")
 
-        let slowBlock = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.1, then: .safeSearch(BacklogTests.blocked)) }
+        // Slow enough (60 × 0.3 s at 2 in flight: ~9 s for one process alone) that the second process, however late
+        // a loaded machine starts it, joins the run before the first has finished it.
+        let slowBlock = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.3, then: .safeSearch(BacklogTests.blocked)) }
         defer { slowBlock.stop() }
         let blockConfig = try root.writeConfigFile(endpoint: slowBlock.endpoint, extra: storeEntry)
         let arguments = ["reprocess", "--kind", "image", "--batch-size", "5", "--concurrency", "2", "--json", "--config", blockConfig.path]
