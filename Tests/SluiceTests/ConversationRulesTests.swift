@@ -281,7 +281,8 @@ import Testing
         let members = [["mum", "dan", "ella"], ["priya", "tom", "lena"], ["sam", "noor", "kai"]]
         for group in members {
             for user in group {
-                try await chatServices.relations.setProfile(RelationUser(userId: user, createdAt: now.addingTimeInterval(-200 * 86_400)))
+                // Accounts made long before the corpus's messages (2026-11-01..03), whatever day the test runs.
+                try await chatServices.relations.setProfile(RelationUser(userId: user, createdAt: Date(timeIntervalSince1970: 1_767_225_600)))
                 for other in group where other != user { try await chatServices.relations.follow(user, other, on: true) }
             }
         }
