@@ -83,7 +83,7 @@ import Testing
             let verdict = await engine.score(line.text, context: line.context)
             let opposite = ["high": "low", "low": "high"][predicted]
             // The rules' other extreme makes it medium unless the model is sure (≥ 0.95); the model's own doubt (the
-            // other extreme over 0.25) always does.
+            // other extreme over 0.15) always does.
             let byRules = opposite != nil && rules.priority == opposite && probability(predicted) < ModelPriorityEngine.confidentAbove
             let bySelf = opposite.map { probability($0) > ModelPriorityEngine.opposedLimit } ?? false
             #expect(verdict.priority == (byRules || bySelf ? "medium" : predicted), "\(line.id)")

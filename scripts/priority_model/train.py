@@ -28,7 +28,7 @@ tune_files = sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))
 train = [line for path in tune_files for line in load(path)]
 words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
 chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
-model = make_pipeline(make_union(words, chars), LogisticRegression(C=4.0, max_iter=5000))
+model = make_pipeline(make_union(words, chars), LogisticRegression(C=12.0, max_iter=5000))
 model.fit([document(line) for line in train], [line["band"] for line in train])
 classifier = model[-1]
 
