@@ -10,7 +10,7 @@ public func buildApplication(services: APIServices, environment: [String: String
                              now: @escaping @Sendable () -> Date = Date.init,
                              logger: Logger = Logger(label: "sluice.api")) -> some ApplicationProtocol {
     // Rate-limit windows live in this process's memory and are exchanged with the store in the background.
-    let ledger = RateLimitLedger(services: services)
+    let ledger = RateLimitLedger(services: services, now: now)
     let router = buildRouter(services: services, environment: environment, now: now, rateLimits: ledger)
     return Application(router: router,
                        server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
@@ -41,7 +41,7 @@ func routeCollections(services: APIServices, now: @escaping @Sendable () -> Date
 
 public func buildRouter(services: APIServices, environment: [String: String],
                         now: @escaping @Sendable () -> Date = Date.init) -> Router<APIContext> {
-    buildRouter(services: services, environment: environment, now: now, rateLimits: RateLimitLedger(services: services))
+    buildRouter(services: services, environment: environment, now: now, rateLimits: RateLimitLedger(services: services, now: now))
 }
 
 func buildRouter(services: APIServices, environment: [String: String], now: @escaping @Sendable () -> Date,

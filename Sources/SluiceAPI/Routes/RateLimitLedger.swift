@@ -48,6 +48,8 @@ final class RateLimitLedger: Service, Sendable {
 
     let store: any StatusStore
     let interval: Duration
+    /// The API's wall clock (the one requests are counted by), for forgetting ended windows.
+    let now: @Sendable () -> Date
     private let clock = ContinuousClock()
     /// Rung when `toRead` gets a window.
     private let doorbell: AsyncStream<Void>
@@ -55,13 +57,14 @@ final class RateLimitLedger: Service, Sendable {
     private let state: Mutex<State>
 
     /// The ledger of `limits.rate.exchangeMilliseconds` over the services' store.
-    convenience init(services: APIServices) {
-        self.init(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds))
+    convenience init(services: APIServices, now: @escaping @Sendable () -> Date) {
+        self.init(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds), now: now)
     }
 
-    init(store: any StatusStore, interval: Duration) {
+    init(store: any StatusStore, interval: Duration, now: @escaping @Sendable () -> Date) {
         self.store = store
         self.interval = interval
+        self.now = now
         state = Mutex(State(lastExchange: ContinuousClock.now, lastSweep: ContinuousClock.now))
         (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -171,8 +174,8 @@ final class RateLimitLedger: Service, Sendable {
             // Ended windows with nothing left to write are forgotten, every 10 s.
             guard clock.now - state.lastSweep >= .seconds(10) else { return }
             state.lastSweep = clock.now
-            let now = Int(Date().timeIntervalSince1970)
-            state.windows = state.windows.filter { $0.value.end > now || $0.value.pending > 0 || state.dirty.contains($0.key) }
+            let second = Int(now().timeIntervalSince1970)
+            state.windows = state.windows.filter { $0.value.end > second || $0.value.pending > 0 || state.dirty.contains($0.key) }
         }
     }
 
