@@ -5,6 +5,7 @@ import Foundation
 import SluiceCore
 import SluiceStore
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// reprocess, ingest, review and reports as operators run them (the real binary on a data root).
@@ -141,7 +142,13 @@ import Testing
         #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
         let total = sources.count * 5
 
-        let slowBlock = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.1, then: .safeSearch(Self.blocked)) }
+        // Until the kill, answers after the twelfth are held back, so the kill always lands part-way however slowly
+        // the test polls; the resumed run's answers all come at once.
+        let holding = Mutex(true)
+        let slowBlock = try await FakeVisionServer.start { _, index in
+            index >= 12 && holding.withLock({ $0 }) ? .delayed(seconds: 30, then: .safeSearch(Self.blocked))
+                : .delayed(seconds: 0.1, then: .safeSearch(Self.blocked))
+        }
         defer { slowBlock.stop() }
         let blockConfig = try root.writeConfigFile(endpoint: slowBlock.endpoint)
         let process = Process()
@@ -159,6 +166,7 @@ import Testing
         }
         kill(process.processIdentifier, SIGKILL)
         await waitForExit(process)
+        holding.withLock { $0 = false }
         #expect(flipped >= 5 && flipped < total, "killed after \(flipped) of \(total)")
 
         let resumed = try await shell(TestEnvironment.sluiceBinary, ["reprocess", "--kind", "image", "--concurrency", "2", "--json",

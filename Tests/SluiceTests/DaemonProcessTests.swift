@@ -5,13 +5,20 @@ import Foundation
 import SluiceCore
 import SluiceStore
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// The real `sluice` binary as operators run it: watch mode, signals, kill -9 and restart, CLI output.
 @Suite(.serialized) struct DaemonProcessTests {
     @Test func killNineMidBatchThenRestartGivesExactlyOneVerdictEach() async throws {
         let root = try TemporaryDataRoot()
-        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 0.15, then: .safeSearch(cleanResult)) }
+        // Until the kill, answers after the tenth are held back, so the kill always lands part-way however slowly the
+        // test polls; the rerun's answers all come at once.
+        let holding = Mutex(true)
+        let server = try await FakeVisionServer.start { _, index in
+            index >= 10 && holding.withLock({ $0 }) ? .delayed(seconds: 30, then: .safeSearch(cleanResult))
+                : .delayed(seconds: 0.15, then: .safeSearch(cleanResult))
+        }
         defer { server.stop() }
         let sources = TestEnvironment.fixtureFiles("images/orientation") + TestEnvironment.fixtureFiles("images/photos")
         var ids: [String] = []
@@ -40,6 +47,7 @@ import Testing
         }
         kill(daemon.processIdentifier, SIGKILL)
         await waitForExit(daemon)
+        holding.withLock { $0 = false }
         #expect(verdicts >= 4 && verdicts < ids.count, "killed after \(verdicts) of \(ids.count)")
 
         let rerun = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"])
@@ -64,16 +72,19 @@ import Testing
 
     @Test func watchModePicksUpNewUploadsAndDrainsOnSIGTERM() async throws {
         let root = try TemporaryDataRoot()
-        // Each answer takes 2 s, so SIGTERM surely lands while the second upload is in flight.
-        let server = try await FakeVisionServer.start { _, _ in .delayed(seconds: 2, then: .safeSearch(cleanResult)) }
+        // The second answer takes 5 s, so SIGTERM surely lands while that upload is in flight.
+        let server = try await FakeVisionServer.start { _, index in .delayed(seconds: index == 0 ? 0.3 : 5, then: .safeSearch(cleanResult)) }
         defer { server.stop() }
         let config = try root.writeConfigFile(endpoint: server.endpoint, extra: #""daemon": {"rescanSeconds": 600}"#)
         let daemon = Process()
         daemon.executableURL = TestEnvironment.sluiceBinary
         daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
         try daemon.run()
+        // Once the daemon has opened its store it is about to watch; a moment later, an upload arrives that only
+        // inotify can see (the rescan period is 10 minutes).
+        let openedBy = Date().addingTimeInterval(60)
+        while await root.storeWhenReady() == nil, Date() < openedBy { try await Task.sleep(nanoseconds: 50_000_000) }
         try await Task.sleep(nanoseconds: 800_000_000)
-        // Arrives after start: only inotify can see it (the rescan period is 10 minutes).
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "live", name: "first.jpg")
         // Deadlines, not counts of polls: a loaded machine may take many seconds to start the daemon.
         var status: ItemStatus?
@@ -91,6 +102,8 @@ import Testing
             try await Task.sleep(nanoseconds: 20_000_000)
             inFlight = server.received.count >= 2
         }
+        let beforeSignal = try? await root.storeWhenReady()?.item("newuser/second")?.status
+        #expect(beforeSignal?.isFinal != true, "the second upload was judged before SIGTERM was sent: nothing left to drain")
         kill(daemon.processIdentifier, SIGTERM)
         #expect(await waitForExit(daemon, seconds: 60), "sluice run did not stop on SIGTERM")
         #expect(daemon.terminationReason == .exit)
