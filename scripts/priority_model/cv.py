@@ -1,0 +1,109 @@
+"""Leave-one-writer-out cross-validation of the priority model engine (how README's limits and C were chosen).
+
+    .venv-priority-model/bin/python scripts/priority_model/cv.py --sluice .build/debug/sluice [--C 12] [--limits 0.15/0.95,0.25/0.95]
+
+Each tune file was written by a different writer: for each file, the model (the same features as train.py) is trained
+on all the other tune files and scores the one left out; the engine's combination (ModelPriorityEngine) is applied
+with each pair of limits "opposed/confident": an extreme band becomes medium when the model gives the other extreme
+more than `opposed`, or when the rules say the other extreme and the model gives its own band less than `confident`.
+The rules' band of every line comes from `sluice priority --labelled … --misses` with priority.engine "rules".
+Prints the model alone and each pair of limits: mean band accuracy and high↔low swaps over the folds written as
+held-out files (the kind of writing a new held-out file is), and over all folds. Never reads a held-out file.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline, make_union
+
+FIXTURES = "Tests/Fixtures/priority"
+# Tune files that were written as held-out files (README's table): the folds that look like a new held-out file.
+WRITTEN_AS_HELD_OUT = ["tune-7", "tune-8", "tune-9", "tune-12", "tune-13", "tune-16", "tune-17", "tune-18", "tune-19"]
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--sluice", required=True, help="a built sluice binary (for the rules engine's bands)")
+parser.add_argument("--C", type=float, default=12.0)
+parser.add_argument("--limits", default="0.15/0.95,0.25/0.95,0.25/0.8")
+parser.add_argument("--language", default="en")
+args = parser.parse_args()
+
+
+def load(path):
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def document(line):
+    return line["text"] + ((" || " + line["context"]) if line.get("context") else "")
+
+
+files = {os.path.basename(path)[:-6]: load(path) for path in sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))}
+
+# The rules' band of every tune line: the labelled band unless `--misses` lists the line with another.
+rules = {}
+with tempfile.TemporaryDirectory() as folder:
+    config = os.path.join(folder, "pipeline.json")
+    os.symlink(os.path.abspath("Wordlists"), os.path.join(folder, "Wordlists"))
+    with open(config, "w") as handle:
+        json.dump({"priority": {"engine": "rules", "language": args.language}}, handle)
+    for name, lines in files.items():
+        run = subprocess.run([args.sluice, "priority", "--config", config, "--labelled", f"{FIXTURES}/{name}.jsonl", "--misses"],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"cv.py: sluice priority failed on {name}: {run.stderr.strip()}")
+        scored = {m.group(1): m.group(2) for m in re.finditer(r"^(\S+): expected \w+, scored (\w+)", run.stdout, re.M)}
+        for line in lines:
+            rules[line["id"]] = scored.get(line["id"], line["band"])
+
+
+def combine(predicted, probabilities, rules_band, opposed, confident):
+    other = {"high": "low", "low": "high"}.get(predicted)
+    if other is None:
+        return predicted
+    if rules_band == other and probabilities[predicted] < confident:
+        return "medium"
+    return "medium" if probabilities[other] > opposed else predicted
+
+
+limits = [tuple(float(value) for value in pair.split("/")) for pair in args.limits.split(",")]
+results = {"model alone": {}} | {f"limits {o} / {c}": {} for o, c in limits}
+for held, test in files.items():
+    train = [line for name, lines in files.items() if name != held for line in lines]
+    model = make_pipeline(make_union(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
+                                     TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)),
+                          LogisticRegression(C=args.C, max_iter=5000))
+    model.fit([document(line) for line in train], [line["band"] for line in train])
+    classes = list(model[-1].classes_)
+    rows = model.predict_proba([document(line) for line in test])
+    predicted = [classes[int(np.argmax(row))] for row in rows]
+
+    def score(bands):
+        right = sum(band == line["band"] for band, line in zip(bands, test))
+        swaps = sum({band, line["band"]} == {"high", "low"} for band, line in zip(bands, test))
+        return right / len(test), swaps
+
+    results["model alone"][held] = score(predicted)
+    for opposed, confident in limits:
+        bands = [combine(p, dict(zip(classes, row)), rules[line["id"]], opposed, confident)
+                 for p, row, line in zip(predicted, rows, test)]
+        results[f"limits {opposed} / {confident}"][held] = score(bands)
+
+
+def summary(folds, names):
+    names = [name for name in names if name in folds]
+    return (f"{100 * np.mean([folds[n][0] for n in names]):.1f}% mean (lowest {100 * min(folds[n][0] for n in names):.1f}%), "
+            f"{sum(folds[n][1] for n in names)} swaps")
+
+
+print(f"leave-one-writer-out over {len(files)} tune files, C = {args.C}")
+for label, folds in results.items():
+    print(f"{label}: written as held-out ({len(WRITTEN_AS_HELD_OUT)} folds) {summary(folds, WRITTEN_AS_HELD_OUT)}; "
+          f"all folds {summary(folds, list(files))}")
