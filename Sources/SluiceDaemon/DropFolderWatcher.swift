@@ -33,7 +33,7 @@ public final class DropFolderWatcher: Sendable {
         continuation.onTermination = { [weak self] _ in self?.stopped.withLock { $0 = true } }
         // The first watches are in place before this returns: the caller's first scan comes after it, so a file
         // that lands between that scan and the watcher thread's start still raises an event.
-        let watches = Self.initialWatches(fd: fd, pending: pending, extraFolders: extraFolders)
+        let watches = Self.initialWatches(fd: fd, pending: self.pending, extraFolders: self.extraFolders)
         let pending = pending
         let logger = logger
         let thread = Thread { [self] in
