@@ -52,26 +52,24 @@ public final class DropFolderWatcher: Sendable {
     /// Watches pending/, the extra folders and every user folder already in pending/; watch descriptor → path.
     private static func initialWatches(fd: Int32, pending: URL, extraFolders: [URL]) -> [Int32: String] {
         var watches: [Int32: String] = [:]
-        func addWatch(_ path: String) {
-            let wd = inotify_add_watch(fd, path, folderMask)
-            if wd >= 0 { watches[wd] = path }
-        }
-        addWatch(pending.path)
-        for folder in extraFolders { addWatch(folder.path) }
+        addWatch(fd: fd, pending.path, to: &watches)
+        for folder in extraFolders { addWatch(fd: fd, folder.path, to: &watches) }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: pending.path)) ?? [] {
             let path = pending.appendingPathComponent(name).path
-            if FileType(at: URL(fileURLWithPath: path)) == .directory { addWatch(path) }
+            if FileType(at: URL(fileURLWithPath: path)) == .directory { addWatch(fd: fd, path, to: &watches) }
         }
         return watches
+    }
+
+    /// Watches the folder at `path`; a watch that cannot be added is left out (the periodic rescan covers it).
+    private static func addWatch(fd: Int32, _ path: String, to watches: inout [Int32: String]) {
+        let wd = inotify_add_watch(fd, path, folderMask)
+        if wd >= 0 { watches[wd] = path }
     }
 
     private func watchLoop(fd: Int32, watches initial: [Int32: String], pending: URL, continuation: AsyncStream<Void>.Continuation,
                            logger: Logger) {
         var watches = initial
-        func addWatch(_ path: String) {
-            let wd = inotify_add_watch(fd, path, Self.folderMask)
-            if wd >= 0 { watches[wd] = path }
-        }
         let bufferSize = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
         defer { buffer.deallocate() }
@@ -96,7 +94,7 @@ public final class DropFolderWatcher: Sendable {
                 if mask & UInt32(IN_Q_OVERFLOW) != 0 { changed = true }
                 if let folder = watches[wd], mask & UInt32(IN_ISDIR) != 0, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0,
                    folder == pending.path, !name.isEmpty {
-                    addWatch(pending.appendingPathComponent(name).path)
+                    Self.addWatch(fd: fd, pending.appendingPathComponent(name).path, to: &watches)
                 }
                 if mask & UInt32(IN_IGNORED) != 0 { watches[wd] = nil }
                 if !name.isEmpty, !PendingUpload.isInProgress(name) { changed = true }
