@@ -158,11 +158,9 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         var flipped = 0
-        let deadline = Date().addingTimeInterval(60)  // a deadline, not a count of polls: a loaded machine starts slowly
-        while Date() < deadline {
-            try await Task.sleep(nanoseconds: 25_000_000)
+        await waitUntil(every: 25) {
             flipped = (try? await root.storeWhenReady()?.items(status: .blocked).count) ?? 0
-            if flipped >= 5 { break }
+            return flipped >= 5
         }
         kill(process.processIdentifier, SIGKILL)
         await waitForExit(process)

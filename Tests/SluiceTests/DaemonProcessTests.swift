@@ -37,13 +37,9 @@ import Testing
         try daemon.run()
         // Wait until some, but not all, verdicts are in, then kill without warning.
         var verdicts = 0
-        let deadline = Date().addingTimeInterval(60)  // a deadline, not a count of polls: a loaded machine starts slowly
-        while Date() < deadline {
-            try await Task.sleep(nanoseconds: 50_000_000)
-            if let store = await root.storeWhenReady() {
-                verdicts = (try? await store.items().filter { $0.status.isFinal }.count) ?? 0
-                if verdicts >= 4 { break }
-            }
+        await waitUntil {
+            verdicts = (try? await root.storeWhenReady()?.items().filter { $0.status.isFinal }.count) ?? 0
+            return verdicts >= 4
         }
         kill(daemon.processIdentifier, SIGKILL)
         await waitForExit(daemon)
@@ -82,26 +78,18 @@ import Testing
         try daemon.run()
         // Once the daemon has opened its store it is about to watch; a moment later, an upload arrives that only
         // inotify can see (the rescan period is 10 minutes).
-        let openedBy = Date().addingTimeInterval(60)
-        while await root.storeWhenReady() == nil, Date() < openedBy { try await Task.sleep(nanoseconds: 50_000_000) }
+        await waitUntil { await root.storeWhenReady() != nil }
         try await Task.sleep(nanoseconds: 800_000_000)
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "live", name: "first.jpg")
-        // Deadlines, not counts of polls: a loaded machine may take many seconds to start the daemon.
         var status: ItemStatus?
-        let approvedBy = Date().addingTimeInterval(60)
-        while status != .approved, Date() < approvedBy {
-            try await Task.sleep(nanoseconds: 50_000_000)
+        await waitUntil {
             status = try? await root.storeWhenReady()?.item("live/first")?.status
+            return status == .approved
         }
         #expect(status == .approved)
         // A new folder created while running is watched too; SIGTERM arrives while that upload is in flight.
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "newuser", name: "second.png")
-        var inFlight = false
-        let sentBy = Date().addingTimeInterval(60)
-        while !inFlight, Date() < sentBy {
-            try await Task.sleep(nanoseconds: 20_000_000)
-            inFlight = server.received.count >= 2
-        }
+        let inFlight = await waitUntil(every: 20) { server.received.count >= 2 }
         let beforeSignal = try? await root.storeWhenReady()?.item("newuser/second")?.status
         #expect(beforeSignal?.isFinal != true, "the second upload was judged before SIGTERM was sent: nothing left to drain")
         kill(daemon.processIdentifier, SIGTERM)

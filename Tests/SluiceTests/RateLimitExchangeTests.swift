@@ -31,17 +31,15 @@ import Testing
     /// Waits (up to 60 s) until `get_rate_limits` shows the user's `text_message` count at `count` or more: the
     /// process has read the stored count in the background.
     static func waitForCount(_ client: some TestClientProtocol, as user: String, atLeast count: Int) async throws {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
+        let read = try await waitUntil(every: 20) {
             let current = try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: SeedClientTests.user(user),
                                                    body: ByteBuffer(string: #"{"data": {}}"#)) { response -> Int in
                 let json = SeedClientTests.json(response.body)
                 return ((json["result"] as? [String: Any])?["text_message"] as? [String: Any])?["current"] as? Int ?? 0
             }
-            if current >= count { return }
-            try await Task.sleep(for: .milliseconds(20))
+            return current >= count
         }
-        Issue.record("the stored count of \(user) was not read within 60 s")
+        if !read { Issue.record("the stored count of \(user) was not read within 60 s") }
     }
 
     @Test func oneProcessIsExactAndTheWindowSurvivesARestart() async throws {

@@ -61,6 +61,18 @@ func waitForExit(_ process: Process, seconds: Double = 60) async -> Bool {
     return true
 }
 
+/// Asks `done` every `milliseconds` until it says yes or `seconds` have passed (a deadline, not a count of polls: a
+/// loaded machine can be slow to start a process); whether it said yes.
+@discardableResult
+func waitUntil(seconds: Double = 60, every milliseconds: Int = 50, _ done: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await done() { return true }
+        try? await Task.sleep(for: .milliseconds(milliseconds))
+    }
+    return false
+}
+
 /// A TCP port nothing listens on right now (bound once to port 0 and released).
 func freeLoopbackPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
