@@ -20,29 +20,18 @@ import sys
 import tempfile
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline, make_union
 
-FIXTURES = "Tests/Fixtures/priority"
+from features import C, FIXTURES, document, load, model as priority_model
+
 # Tune files that were written as held-out files (README's table): the folds that look like a new held-out file.
 WRITTEN_AS_HELD_OUT = ["tune-7", "tune-8", "tune-9", "tune-12", "tune-13", "tune-16", "tune-17", "tune-18", "tune-19"]
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--sluice", required=True, help="a built sluice binary (for the rules engine's bands)")
-parser.add_argument("--C", type=float, default=12.0)
+parser.add_argument("--C", type=float, default=C)
 parser.add_argument("--limits", default="0.15/0.95,0.25/0.95,0.25/0.8")
 parser.add_argument("--language", default="en")
 args = parser.parse_args()
-
-
-def load(path):
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def document(line):
-    return line["text"] + ((" || " + line["context"]) if line.get("context") else "")
 
 
 files = {os.path.basename(path)[:-6]: load(path) for path in sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))}
@@ -77,9 +66,7 @@ limits = [tuple(float(value) for value in pair.split("/")) for pair in args.limi
 results = {"model alone": {}} | {f"limits {o} / {c}": {} for o, c in limits}
 for held, test in files.items():
     train = [line for name, lines in files.items() if name != held for line in lines]
-    model = make_pipeline(make_union(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
-                                     TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)),
-                          LogisticRegression(C=args.C, max_iter=5000))
+    model = priority_model(args.C)
     model.fit([document(line) for line in train], [line["band"] for line in train])
     classes = list(model[-1].classes_)
     rows = model.predict_proba([document(line) for line in test])

@@ -4,32 +4,18 @@ import json
 import sys
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline, make_union
+
+from features import FIXTURES, document, load, model as priority_model
 
 check = "--check" in sys.argv[1:]
 arguments = [argument for argument in sys.argv[1:] if argument != "--check"]
 language = arguments[0] if arguments else "en"
-FIXTURES = "Tests/Fixtures/priority"
-
-
-def load(path):
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def document(line):
-    """The text the model reads: the message, then the earlier messages when given (PriorityModel.document)."""
-    return line["text"] + ((" || " + line["context"]) if line.get("context") else "")
-
 
 tune_files = sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))
 train = [line for path in tune_files for line in load(path)]
-words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
-chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
-model = make_pipeline(make_union(words, chars), LogisticRegression(C=12.0, max_iter=5000))
+model = priority_model()
 model.fit([document(line) for line in train], [line["band"] for line in train])
+words, chars = (transformer for _, transformer in model[0].transformer_list)
 classifier = model[-1]
 
 
