@@ -42,7 +42,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94), ("tune-18", 0.93), ("tune-19", 0.93), ("heldout-15", 0.87), ("heldout-16", 0.93)])
+    @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94), ("tune-18", 0.93), ("tune-19", 0.93), ("tune-20", 0.87), ("tune-21", 0.93)])
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }
