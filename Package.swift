@@ -111,7 +111,8 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "sluice", dependencies: ["SluiceCLI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
-        .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceImaging", "SluicePipeline", "SluiceTesting"],
+        .executableTarget(name: "sluice-bench", dependencies: ["SluiceCore", "SluiceImaging", "SluicePipeline", "SluiceTesting",
+                                                               .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Benchmarks/sluice-bench", swiftSettings: hashMatching),
 
         // Test support: fake provider servers on loopback, config and fixture helpers.

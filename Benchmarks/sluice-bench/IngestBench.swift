@@ -8,11 +8,7 @@ import SluiceTesting
 /// same invocation, `sluice reprocess --kind text` re-judging the same messages (the filter and priority without
 /// queue parsing). Target: ≥ 60,000 messages/s.
 enum IngestBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let binary = arguments[1]
-        let texts = arguments.firstIndex(of: "--texts").flatMap { Int(arguments[$0 + 1]) } ?? 100_000
-        let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? 3
+    static func run(binary: String, texts: Int, rounds: Int) async throws {
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("sluice-ingest-bench-\(getpid())")
         defer { try? fm.removeItem(at: base) }

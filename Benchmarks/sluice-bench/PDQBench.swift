@@ -12,10 +12,7 @@ import SluiceTesting
 ///    queries near an entry (up to 15 bits flipped), half unrelated; against a linear scan of the same entries on
 ///    a sample of the same queries. Target ≥ 10,000 lookups/s.
 enum PDQBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let entries = arguments.firstIndex(of: "--entries").flatMap { Int(arguments[$0 + 1]) } ?? 1_000_000
-        let queries = arguments.firstIndex(of: "--queries").flatMap { Int(arguments[$0 + 1]) } ?? 20_000
+    static func run(entries: Int, queries: Int) async throws {
         let clock = ContinuousClock()
 
         // 1. Hash cost share.

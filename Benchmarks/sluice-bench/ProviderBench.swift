@@ -9,16 +9,11 @@ import SluiceTesting
 /// the same rounds and taken off, so the figure is the images' own time. Target: ≥ 70 images/s at 200 ms and 16 in
 /// flight (the bound is 80).
 enum ProviderBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let binary = arguments[1]
-        func option(_ name: String) -> Int? { arguments.firstIndex(of: name).flatMap { arguments.count > $0 + 1 ? Int(arguments[$0 + 1]) : nil } }
-        let latency = Double(option("--latency-ms") ?? 200) / 1000
-        let images = option("--images") ?? 200
-        let rounds = option("--rounds") ?? 3
+    static func run(binary: String, latencyMs: Int, images: Int, rounds: Int, items: Int?) async throws {
+        let latency = Double(latencyMs) / 1000
         let inFlight = 16
         // `concurrency.items` as configured by default unless given.
-        let items = option("--items").map { #", "concurrency": {"items": \#($0)}"# } ?? ""
+        let items = items.map { #", "concurrency": {"items": \#($0)}"# } ?? ""
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("sluice-provider-bench-\(getpid())")
         try fm.createDirectory(at: base, withIntermediateDirectories: true)

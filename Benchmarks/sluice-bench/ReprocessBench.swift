@@ -5,11 +5,7 @@ import SluiceTesting
 /// `sluice-bench <sluice binary> --reprocess`: items/s for `sluice reprocess` over 10,000 text items and
 /// 1,000 images against a zero-latency fake provider (target ≥ 50,000 text items/s).
 enum ReprocessBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let binary = arguments[1]
-        let texts = arguments.firstIndex(of: "--texts").flatMap { Int(arguments[$0 + 1]) } ?? 10_000
-        let images = arguments.firstIndex(of: "--images").flatMap { Int(arguments[$0 + 1]) } ?? 1_000
+    static func run(binary: String, texts: Int, images: Int) async throws {
         let fm = FileManager.default
         let root = fm.temporaryDirectory.appendingPathComponent("sluice-reprocess-bench-\(getpid())")
         defer { try? fm.removeItem(at: root) }

@@ -7,11 +7,7 @@ import SluiceTesting
 /// request or not, the spam counters) against the same messages without recipients (the stage does not apply),
 /// alternating, in one invocation. Target: the rules cost at most 15% of the path's throughput.
 enum RulesBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let binary = arguments[1]
-        let texts = arguments.firstIndex(of: "--texts").flatMap { Int(arguments[$0 + 1]) } ?? 10_000
-        let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? 3
+    static func run(binary: String, texts: Int, rounds: Int) async throws {
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("sluice-rules-bench-\(getpid())")
         defer { try? fm.removeItem(at: base) }

@@ -11,15 +11,9 @@ import SluiceTesting
 /// - Text: `sluice run --once` over one queue of `--lines` lines into SQLite and into PostgreSQL, the start (an empty
 ///   queue, same store) timed in the same way and taken off.
 enum ScaleBench {
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        let binary = arguments[1]
-        func option(_ name: String) -> String? { arguments.firstIndex(of: name).flatMap { arguments.count > $0 + 1 ? arguments[$0 + 1] : nil } }
-        guard let storeURL = option("--store-url") else { throw BenchError("--scale needs --store-url postgres://…") }
-        let images = option("--images").flatMap(Int.init) ?? 300
-        let lines = option("--lines").flatMap(Int.init) ?? 100_000
-        // Few calls in flight per daemon, so one daemon is bound by the provider's latency, not by this machine's CPU.
-        let inFlight = option("--in-flight").flatMap(Int.init) ?? 4
+    /// `inFlight`: few calls in flight per daemon, so one daemon is bound by the provider's latency, not by this
+    /// machine's CPU.
+    static func run(binary: String, storeURL: String, images: Int, lines: Int, inFlight: Int) async throws {
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("sluice-scale-bench-\(getpid())")
         try fm.createDirectory(at: base, withIntermediateDirectories: true)

@@ -1,191 +1,87 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import ArgumentParser
 import Foundation
-import SluiceCore
-import SluiceTesting
 
-// Image-path benchmark: Sluice's whole image path (`sluice run --once` with a zero-latency fake provider)
-// against producing the same two outputs (≤1920 px and ≤200 px JPEGs, auto-oriented, stripped) with the
-// libvips CLI (vipsthumbnail) and ImageMagick (convert), on the same files in one run. Peers run with as many
-// processes at once as there are cores. Prints images/s, ratios, and Sluice's peak RSS on 64-megapixel inputs.
-//
-// Usage: sluice-bench <path to sluice binary> [--rounds N]
-
-@discardableResult
-func run(_ executable: String, _ args: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = args
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
-}
-
+/// `sluice-bench`: Sluice's benchmarks. Each runs Sluice and its peers in the same invocation and prints the ratios
+/// (never a timed test); README's "Benchmarks" quotes the latest figures.
 @main
-enum SluiceBench {
-    static func main() async throws {
-        if CommandLine.arguments.contains("--ingest") {
-            try await IngestBench.run()
-            return
-        }
-        if CommandLine.arguments.contains("--reprocess") {
-            try await ReprocessBench.run()
-            return
-        }
-        if CommandLine.arguments.contains("--provider-latency") {
-            try await ProviderBench.run()
-            return
-        }
-        if CommandLine.arguments.contains("--pdq") {
-            try await PDQBench.run()
-            return
-        }
-        if CommandLine.arguments.contains("--scale") {
-            try await ScaleBench.run()
-            return
-        }
-        if CommandLine.arguments.contains("--rules") {
-            try await RulesBench.run()
-            return
-        }
-        let arguments = CommandLine.arguments
-        guard arguments.count >= 2 else {
-            FileHandle.standardError.write(Data("usage: sluice-bench <sluice binary> [--rounds N]\n".utf8))
-            exit(2)
-        }
-        let sluiceBinary = URL(fileURLWithPath: arguments[1])
-        let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? 2
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let fm = FileManager.default
-        let work = fm.temporaryDirectory.appendingPathComponent("sluice-bench-\(getpid())")
-        try fm.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? fm.removeItem(at: work) }
+struct SluiceBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sluice-bench",
+        abstract: "Sluice's benchmarks: Sluice and its peers in one invocation, with the ratios.",
+        discussion: """
+        Without a benchmark flag it measures the image path against vipsthumbnail and ImageMagick. Every benchmark \
+        but --pdq needs the sluice binary to measure, e.g. sluice-bench "$PWD/.build/release/sluice" --ingest.
+        """)
 
-        func tool(_ names: [String]) -> String? {
-            names.first { fm.isExecutableFile(atPath: $0) }
-        }
-        // /usr/local/bin/convert may be a stand-in; ImageMagick's own lives in /usr/bin.
-        guard let vipsthumbnail = tool(["/usr/bin/vipsthumbnail"]), let convert = tool(["/usr/bin/convert", "/usr/bin/convert-im6.q16"]),
-              let vips = tool(["/usr/bin/vips"]) else {
-            print("needs vipsthumbnail, vips and ImageMagick's convert: run scripts/setup")
-            exit(1)
-        }
+    @Argument(help: "The sluice binary to measure (not needed with --pdq).")
+    var sluice: String?
 
-        /// Runs jobs with at most `cores` processes at once; returns wall seconds.
-        func timeParallel(_ jobs: [(String, [String])]) async throws -> Double {
-            let start = Date()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var running = 0
-                for job in jobs {
-                    if running >= cores {
-                        try await group.next()
-                        running -= 1
-                    }
-                    group.addTask { try run(job.0, job.1) }
-                    running += 1
-                }
-                try await group.waitForAll()
-            }
-            return Date().timeIntervalSince(start)
+    @Flag(help: "Text queue ingest: `sluice run --once` over a queue file, against `sluice reprocess --kind text`.")
+    var ingest = false
+    @Flag(help: "Backlog reprocessing: items/s of `sluice reprocess` over text items and images.")
+    var reprocess = false
+    @Flag(name: .customLong("provider-latency"), help: "The image path against a fake vision provider that answers after --latency-ms.")
+    var providerLatency = false
+    @Flag(help: "PDQ: the hash's share of the image path, and bank lookups.")
+    var pdq = false
+    @Flag(help: "1, 2 and 3 daemons sharing one PostgreSQL store (needs --store-url).")
+    var scale = false
+    @Flag(help: "The conversation rules stage's cost on the text path.")
+    var rules = false
+
+    @Option(help: "Rounds (default 2 for the image path; 3 for --ingest, --provider-latency and --rules).")
+    var rounds: Int?
+    @Option(help: "Text messages (default 100000 for --ingest; 10000 for --reprocess and --rules).")
+    var texts: Int?
+    @Option(help: "Images (default 200 for --provider-latency, 1000 for --reprocess, 300 for --scale).")
+    var images: Int?
+    @Option(name: .customLong("latency-ms"), help: "--provider-latency: the fake provider's delay per call, in milliseconds.")
+    var latencyMs = 200
+    @Option(help: "--provider-latency: the daemon's concurrency.items (default: the built-in default).")
+    var items: Int?
+    @Option(help: "--pdq: entries in the bank.")
+    var entries = 1_000_000
+    @Option(help: "--pdq: lookups.")
+    var queries = 20_000
+    @Option(help: "--scale: lines in the text queue.")
+    var lines = 100_000
+    @Option(name: .customLong("in-flight"), help: "--scale: vision calls in flight per daemon.")
+    var inFlight = 4
+    @Option(name: .customLong("store-url"), help: "--scale: the PostgreSQL store, postgres://…")
+    var storeURL: String?
+
+    func validate() throws {
+        let chosen = [ingest, reprocess, providerLatency, pdq, scale, rules].filter { $0 }.count
+        guard chosen <= 1 else {
+            throw ValidationError("choose one benchmark: --ingest, --reprocess, --provider-latency, --pdq, --scale or --rules (none: the image path)")
         }
-
-        // Inputs: phone-camera-sized JPEGs (the orientation fixtures scaled to ~12 MP; their EXIF orientation kept)
-        // plus the photo fixtures as they are, `rounds` copies each.
-        let inputs = work.appendingPathComponent("inputs")
-        try fm.createDirectory(at: inputs, withIntermediateDirectories: true)
-        let cameraSources = TestEnvironment.fixtureFiles("images/orientation")
-        let photoSources = TestEnvironment.fixtureFiles("images/photos")
-        let sources = cameraSources + photoSources
-        var collected: [URL] = []
-        for (index, source) in cameraSources.enumerated() {
-            let file = inputs.appendingPathComponent("camera\(index).jpg")
-            try run(vips, ["resize", source.path, file.path + "[Q=90]", "2.45"])
-            collected.append(file)
+        if !pdq {
+            guard let sluice else { throw ValidationError("missing the sluice binary to measure, e.g. sluice-bench \"$PWD/.build/release/sluice\"") }
+            guard FileManager.default.isExecutableFile(atPath: sluice) else { throw ValidationError("not an executable file: \(sluice)") }
         }
-        for (index, source) in photoSources.enumerated() {
-            let file = inputs.appendingPathComponent("photo\(index).\(source.pathExtension)")
-            try fm.copyItem(at: source, to: file)
-            collected.append(file)
+        if scale, storeURL == nil { throw ValidationError("--scale needs --store-url postgres://…") }
+        let counts: [(String, Int?)] = [("--rounds", rounds), ("--texts", texts), ("--images", images), ("--items", items),
+                                        ("--entries", entries), ("--queries", queries), ("--lines", lines), ("--in-flight", inFlight)]
+        for case let (name, value?) in counts where value < 1 { throw ValidationError("\(name) must be at least 1 (got \(value))") }
+        guard latencyMs >= 0 else { throw ValidationError("--latency-ms must not be negative (got \(latencyMs))") }
+    }
+
+    func run() async throws {
+        let binary = sluice ?? ""
+        if ingest {
+            try await IngestBench.run(binary: binary, texts: texts ?? 100_000, rounds: rounds ?? 3)
+        } else if reprocess {
+            try await ReprocessBench.run(binary: binary, texts: texts ?? 10_000, images: images ?? 1_000)
+        } else if providerLatency {
+            try await ProviderBench.run(binary: binary, latencyMs: latencyMs, images: images ?? 200, rounds: rounds ?? 3, items: items)
+        } else if pdq {
+            try await PDQBench.run(entries: entries, queries: queries)
+        } else if scale, let storeURL {
+            try await ScaleBench.run(binary: binary, storeURL: storeURL, images: images ?? 300, lines: lines, inFlight: inFlight)
+        } else if rules {
+            try await RulesBench.run(binary: binary, texts: texts ?? 10_000, rounds: rounds ?? 3)
+        } else {
+            try await ImageBench.run(binary: binary, rounds: rounds ?? 2)
         }
-        collected = (0..<rounds).flatMap { _ in collected }.enumerated().map { index, file in
-            let copy = inputs.appendingPathComponent("r\(index)_\(file.lastPathComponent)")
-            try? fm.linkItem(at: file, to: copy)
-            return copy
-        }
-        // 64-megapixel inputs for the memory figure.
-        let huge = work.appendingPathComponent("huge")
-        try fm.createDirectory(at: huge, withIntermediateDirectories: true)
-        let landscape = TestEnvironment.fixture("images/orientation/Landscape_1.jpg").path
-        try run(vips, ["resize", landscape, huge.appendingPathComponent("h0.jpg").path + "[Q=90]", "5.44"])
-        try run(vips, ["resize", TestEnvironment.fixture("images/orientation/Portrait_6.jpg").path, huge.appendingPathComponent("h1.jpg").path + "[Q=90]", "5.44"])
-        try run(vips, ["resize", TestEnvironment.fixture("images/photos/coffee.png").path, huge.appendingPathComponent("h2.png").path, "16.3"])
-        let files = collected
-        let hugeFiles = try fm.contentsOfDirectory(at: huge, includingPropertiesForKeys: nil).sorted { $0.path < $1.path }
-
-        let server = try await FakeVisionServer.always(SafeSearch(adult: .veryUnlikely, spoof: .veryUnlikely, medical: .veryUnlikely,
-                                                                  violence: .veryUnlikely, racy: .veryUnlikely))
-
-        /// Sluice over a fresh data root; returns wall seconds and how many items were approved.
-        func timeSluice(_ inputs: [URL], label: String) throws -> (seconds: Double, approved: Int) {
-            let root = work.appendingPathComponent("root-\(label)")
-            let pending = root.appendingPathComponent("pending/bench")
-            try fm.createDirectory(at: pending, withIntermediateDirectories: true)
-            for file in inputs { try fm.copyItem(at: file, to: pending.appendingPathComponent(file.lastPathComponent)) }
-            let config = root.appendingPathComponent("pipeline.json")
-            try Data("""
-            {"dataRoot": "\(root.path)", "vision": {"endpoint": "\(server.endpoint)", "apiKeyEnv": null},
-             "limits": {"maxPixels": 70000000, "maxBytes": 268435456},
-             "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)"}}
-            """.utf8).write(to: config)
-            let start = Date()
-            let status = try run(sluiceBinary.path, ["run", "--once", "--config", config.path, "--log-level", "error"])
-            let seconds = Date().timeIntervalSince(start)
-            guard status == 0 else { throw CocoaError(.executableLoad) }
-            let approved = (try? fm.contentsOfDirectory(atPath: root.appendingPathComponent("approved/bench").path).count) ?? 0
-            return (seconds, approved)
-        }
-
-        func peerJobs(_ inputs: [URL], label: String) throws -> (vips: [(String, [String])], magick: [(String, [String])]) {
-            let out = work.appendingPathComponent("out-\(label)")
-            try fm.createDirectory(at: out, withIntermediateDirectories: true)
-            var vipsJobs: [(String, [String])] = []
-            var magickJobs: [(String, [String])] = []
-            for (index, file) in inputs.enumerated() {
-                // One process per output, as a shell pipeline would do it.
-                vipsJobs.append((vipsthumbnail, [file.path, "-s", "1920x1920>", "-o", out.path + "/v\(index)_big.jpg[Q=80,strip]"]))
-                vipsJobs.append((vipsthumbnail, [file.path, "-s", "200x200>", "-o", out.path + "/v\(index)_small.jpg[Q=75,strip]"]))
-                magickJobs.append((convert, [file.path, "-auto-orient", "-strip", "-resize", "1920x1920>", "-quality", "80", out.path + "/m\(index)_big.jpg"]))
-                magickJobs.append((convert, [file.path, "-auto-orient", "-strip", "-resize", "200x200>", "-quality", "75", out.path + "/m\(index)_small.jpg"]))
-            }
-            return (vipsJobs, magickJobs)
-        }
-
-        // Peak RSS: the 64 MP run goes first, so RUSAGE_CHILDREN's maximum is Sluice's alone.
-        let hugeRun = try timeSluice(hugeFiles, label: "huge")
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
-        let peakMiB = Double(usage.ru_maxrss) / 1024
-
-        let sluice = try timeSluice(files, label: "main")
-        let jobs = try peerJobs(files, label: "main")
-        let vipsSeconds = try await timeParallel(jobs.vips)
-        let magickSeconds = try await timeParallel(jobs.magick)
-        server.stop()
-
-        func rate(_ seconds: Double) -> Double { Double(files.count) / seconds }
-        func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
-        print("Image path: \(files.count) files (\(cameraSources.count) camera JPEGs of ~12 MP and \(photoSources.count) small photos, × \(rounds)), \(cores) cores; outputs ≤1920 px and ≤200 px JPEG")
-        print("")
-        print("tool                                   seconds  images/s  sluice ×")
-        print("sluice run --once (fake provider)      \(format(sluice.seconds, 2).padding(toLength: 8, withPad: " ", startingAt: 0)) \(format(rate(sluice.seconds)).padding(toLength: 9, withPad: " ", startingAt: 0)) 1.00")
-        print("vipsthumbnail ×2 per file (\(cores) at once)   \(format(vipsSeconds, 2).padding(toLength: 8, withPad: " ", startingAt: 0)) \(format(rate(vipsSeconds)).padding(toLength: 9, withPad: " ", startingAt: 0)) \(format(vipsSeconds / sluice.seconds, 2))")
-        print("convert ×2 per file (\(cores) at once)         \(format(magickSeconds, 2).padding(toLength: 8, withPad: " ", startingAt: 0)) \(format(rate(magickSeconds)).padding(toLength: 9, withPad: " ", startingAt: 0)) \(format(magickSeconds / sluice.seconds, 2))")
-        print("")
-        print("sluice vs libvips CLI: \(format(vipsSeconds / sluice.seconds, 2))× (target ≥ 3×)   sluice vs ImageMagick: \(format(magickSeconds / sluice.seconds, 2))× (target ≥ 8×)")
-        print("sluice on \(hugeFiles.count) inputs of ~64 megapixels: \(format(hugeRun.seconds, 2)) s, peak RSS \(format(peakMiB, 0)) MiB (target ≤ 400 MiB), approved \(hugeRun.approved)/\(hugeFiles.count)")
-        if sluice.approved != files.count { print("WARNING: only \(sluice.approved) of \(files.count) approved") }
     }
 }
