@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOCore
 import Logging
 
 extension HTTPClient {
@@ -7,13 +8,24 @@ extension HTTPClient {
     /// 200 ms vision provider at 40 calls/s whatever `vision.maxInFlight` allowed; each adapter's in-flight limit
     /// (`maxInFlight`) is what bounds the calls, not the pool. Made once for the process and never shut down, like
     /// `.shared`.
+    ///
+    /// A connection that cannot be made fails its requests at once (`retryConnectionEstablishment` off) and an attempt
+    /// gives up after `providerConnectTimeout`: with the shared settings the pool kept re-dialling a refused port until
+    /// each request's own deadline, so a stopped provider cost every upload `maxAttempts` × `timeoutSeconds` before it
+    /// was held for review (a minute for one upload with the defaults). The adapters' own retries (`ResilientCaller`,
+    /// with backoff and the circuit breaker) decide what happens next.
     public static let providers: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.connectionPool = .init(idleTimeout: .seconds(600), concurrentHTTP1ConnectionsPerHostSoftLimit: providerConnectionsPerHost)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = providerConnectTimeout
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration,
                           backgroundActivityLogger: Logger(label: "sluice.http", factory: { _ in SwiftLogNoOpLogHandler() }))
     }()
 
     /// Connections per provider host (a `maxInFlight` above it waits for a free connection).
     public static let providerConnectionsPerHost = 64
+
+    /// How long one attempt to open a connection to a provider may take (the shared settings allow 90 s).
+    public static let providerConnectTimeout = TimeAmount.seconds(5)
 }

@@ -65,13 +65,17 @@ import Testing
 
     /// Port 9 (discard) on loopback: nothing listens there, and unlike a stopped fake server's port no other test's
     /// server can be given it while this one runs (a reused port once answered "approve" here under load).
-    @Test func unreachableProviderFailsClosed() async throws {
+    /// A refused connection is an answer: the upload is held without waiting out the request timeout on each attempt
+    /// (10 minutes here, so the time limit fails the test if it did; the four attempts' backoff takes a few seconds).
+    @Test(.timeLimit(.minutes(2))) func unreachableProviderFailsClosed() async throws {
         let root = try TemporaryDataRoot()
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
-        let store = try await runOnce(root, endpoint: "http://127.0.0.1:9/v1")
+        let store = try await runOnce(root, endpoint: "http://127.0.0.1:9/v1") { $0.vision.timeoutSeconds = 600; $0.vision.maxAttempts = 4 }
         let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
         #expect(item.reason?.contains("unreachable") == true, "\(item.reason ?? "")")
+        #expect(item.reason?.contains("Connection refused") == true, "\(item.reason ?? "")")
+        #expect(root.exists("review/u/img.jpg"))
     }
 
     @Test func apiKeyIsSentAsQueryAndNeverStored() async throws {
