@@ -44,7 +44,7 @@ public struct ProviderHTTP: Sendable {
         } catch is CancellationError {
             throw ProviderError(kind: .cancelled, message: "\(name) request cancelled")
         } catch {
-            throw ProviderError(kind: .connection, message: "\(name) unreachable at \(scrub(Self.withoutQuery(url))): \(scrub(String(describing: error)))")
+            throw ProviderError(kind: .connection, message: "\(name) unreachable at \(scrub(Self.withoutQuery(url))): \(scrub(Self.connectionFailure(error)))")
         }
         let data = Data(buffer: bytes)
         guard (200..<300).contains(response.status.code) else {
@@ -107,8 +107,16 @@ public struct ProviderHTTP: Sendable {
             _ = try? await response.body.collect(upTo: 64 * 1024)
             return nil
         } catch {
-            return String(describing: error)
+            return connectionFailure(error)
         }
+    }
+
+    /// Why a connection failed, as a person would say it: a socket error is its system message and number
+    /// ("Connection refused (errno 111)"; NIO's own wording was "connection reset (error set): Connection refused)
+    /// (errno: 111)"); anything else as it describes itself.
+    static func connectionFailure(_ error: any Error) -> String {
+        if let failure = error as? IOError { return "\(String(cString: strerror(failure.errnoCode))) (errno \(failure.errnoCode))" }
+        return String(describing: error)
     }
 
     /// A provider's `probe()`: nil when anything answers HTTP at `url`, otherwise `{name} unreachable at {url}: why`,

@@ -74,7 +74,7 @@ import Testing
         let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
         #expect(item.reason?.contains("unreachable") == true, "\(item.reason ?? "")")
-        #expect(item.reason?.contains("Connection refused") == true, "\(item.reason ?? "")")
+        #expect(item.reason?.contains(": Connection refused (errno 111) (after 4 attempts)") == true, "\(item.reason ?? "")")
         #expect(root.exists("review/u/img.jpg"))
     }
 
