@@ -39,17 +39,26 @@ public struct WebhookDispatcher: Service {
     /// gets its full wait).
     private let unknownSince = UnknownWebhookDeliveries()
 
+    /// How many deliveries of webhooks missing from this config it remembers (their grace's start).
+    public var rememberedUnknownDeliveries: Int { unknownSince.count }
+
     final class UnknownWebhookDeliveries: Sendable {
         private let firstSeen = Mutex<[String: Date]>([:])
 
-        /// When `id` was first found unknown (now, the first time).
-        func since(_ id: String, now: Date) -> Date {
+        /// When `id` was first found unknown (now, the first time). Entries older than `horizon` are dropped on the
+        /// way: a delivery still waiting here is seen again every `unknownWebhookRetry` and fails at
+        /// `unknownWebhookGrace`, so an older entry is one another daemon delivered, and would otherwise stay for
+        /// the life of the process.
+        func since(_ id: String, now: Date, horizon: TimeInterval = 2 * WebhookDispatcher.unknownWebhookGrace) -> Date {
             firstSeen.withLock { seen in
-                if let first = seen[id] { return first }
+                if let first = seen[id], now.timeIntervalSince(first) <= horizon { return first }
+                seen = seen.filter { now.timeIntervalSince($0.value) <= horizon }
                 seen[id] = now
                 return now
             }
         }
+
+        var count: Int { firstSeen.withLock { $0.count } }
 
         func forget(_ id: String) {
             _ = firstSeen.withLock { $0.removeValue(forKey: id) }

@@ -141,6 +141,12 @@ import Testing
         #expect(failed.id == "whd_b" && failed.lastError?.contains("add it to webhooks[] and resend with sluice webhooks retry") == true, "\(failed)")
         #expect(failed.attempts == 1, "the waits used no attempts; the failure is one")
         #expect(receiver.received.count == 2)
+        // The waits of the two another daemon delivered are forgotten once they are older than any wait could be.
+        #expect(stranger.rememberedUnknownDeliveries == 2)
+        clock.advance(30 * 60 + 1)
+        try await queue("whd_c")
+        _ = await stranger.pass()
+        #expect(stranger.rememberedUnknownDeliveries == 1)
     }
 
     @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {
