@@ -14,11 +14,16 @@ extension HTTPClient {
     /// each request's own deadline, so a stopped provider cost every upload `maxAttempts` × `timeoutSeconds` before it
     /// was held for review (a minute for one upload with the defaults). The adapters' own retries (`ResilientCaller`,
     /// with backoff and the circuit breaker) decide what happens next.
+    ///
+    /// Redirects are not followed: an answer of 3xx is an error naming where it pointed. Followed, a redirect to another
+    /// host would have resent the image or the signed webhook body there, with the API key headers that are not
+    /// `Authorization` (`x-api-key`, `x-goog-api-key`).
     public static let providers: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.connectionPool = .init(idleTimeout: .seconds(600), concurrentHTTP1ConnectionsPerHostSoftLimit: providerConnectionsPerHost)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = providerConnectTimeout
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration,
                           backgroundActivityLogger: Logger(label: "sluice.http", factory: { _ in SwiftLogNoOpLogHandler() }))
     }()

@@ -48,7 +48,9 @@ public struct ProviderHTTP: Sendable {
         }
         let data = Data(buffer: bytes)
         guard (200..<300).contains(response.status.code) else {
-            let detail = errorMessage(data) ?? (data.isEmpty ? nil : Self.preview(data))
+            let redirect = (300..<400).contains(response.status.code)
+                ? response.headers.first(name: "Location").map { "redirects are not followed (Location: \(Self.withoutQuery($0)))" } : nil
+            let detail = redirect ?? errorMessage(data) ?? (data.isEmpty ? nil : Self.preview(data))
             throw ProviderError(kind: .http, message: "\(name) answered HTTP \(response.status.code)\(detail.map { ": \(scrub($0))" } ?? "")",
                                 status: Int(response.status.code),
                                 retryAfter: response.headers.first(name: "Retry-After").flatMap(Self.parseRetryAfter))

@@ -4,7 +4,7 @@ import NIOCore
 import NIOFoundationCompat
 import SluiceCore
 
-/// Webhook deliveries over AsyncHTTPClient: a POST with a JSON body, any 2xx is delivered.
+/// Webhook deliveries over AsyncHTTPClient: a POST with a JSON body, any 2xx is delivered; a redirect is not followed.
 public struct WebhookHTTPTransport: WebhookTransport {
     let client: HTTPClient
 
@@ -22,9 +22,14 @@ public struct WebhookHTTPTransport: WebhookTransport {
             _ = try? await response.body.collect(upTo: 64 * 1024)
             let code = Int(response.status.code)
             if (200..<300).contains(code) { return nil }
+            if (300..<400).contains(code) {
+                // Not followed (HTTPClient.providers): the signed body goes only to the configured URL.
+                let location = response.headers.first(name: "Location").map { ", Location: \(ProviderHTTP.withoutQuery($0))" } ?? ""
+                return WebhookTransportFailure(message: "HTTP \(code) (redirects are not followed\(location))", retryable: false)
+            }
             return WebhookTransportFailure(message: "HTTP \(code)", retryable: code == 408 || code == 429 || code >= 500)
         } catch {
-            return WebhookTransportFailure(message: "unreachable: \(error)", retryable: true)
+            return WebhookTransportFailure(message: "unreachable: \(ProviderHTTP.connectionFailure(error))", retryable: true)
         }
     }
 }

@@ -78,6 +78,27 @@ import Testing
         #expect(root.exists("review/u/img.jpg"))
     }
 
+    /// A provider answering with a redirect is not followed (the image and the key's headers would go to another
+    /// host): held for review, naming where it pointed, without a retry.
+    @Test func aRedirectIsNotFollowed() async throws {
+        let root = try TemporaryDataRoot()
+        let elsewhere = try await FakeVisionServer.always(cleanResult)
+        defer { elsewhere.stop() }
+        let server = try await FakeVisionServer.start { _, _ in
+            .http(status: 307, body: "", headers: ["Location": elsewhere.endpoint + "/images:annotate?key=leaked"])
+        }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "u", name: "img.jpg")
+        let store = try await runOnce(root, server: server)
+        let item = try #require(try await store.item("u/img"))
+        #expect(item.status == .review)
+        #expect(item.reason?.contains("HTTP 307: redirects are not followed (Location: \(elsewhere.endpoint)/images:annotate)") == true,
+                "\(item.reason ?? "")")
+        #expect(item.reason?.contains("leaked") == false)
+        #expect(server.received.count == 1, "a redirect is not retried")
+        #expect(elsewhere.received.isEmpty)
+    }
+
     @Test func apiKeyIsSentAsQueryAndNeverStored() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.start { _, _ in .http(status: 500, body: "key=sekrit-key-123 rejected") }

@@ -149,6 +149,28 @@ import Testing
         #expect(stranger.rememberedUnknownDeliveries == 1)
     }
 
+    /// A receiver's redirect is not followed: the signed body goes only to the configured URL, and the delivery
+    /// fails at once, naming where it pointed.
+    @Test func aRedirectingReceiverIsNotFollowed() async throws {
+        let root = try TemporaryDataRoot()
+        let elsewhere = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "") }
+        defer { elsewhere.stop() }
+        let receiver = try await FakeJSONServer.start { _, _ in
+            .init(status: 308, body: "", headers: ["Location": elsewhere.baseURL + "/hooks/other"])
+        }
+        defer { receiver.stop() }
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1/images:annotate"), environment: [:], logger: quietLogger)
+        let clock = Clock(Date())
+        try await services.store.enqueueWebhookDeliveries([WebhookDelivery(id: "whd_r", webhook: "backend", event: .approved, payload: #"{"id":"r"}"#,
+                                                                           nextAttemptAt: clock.now, createdAt: clock.now)],
+                                                          webhook: "backend", cursor: try await services.store.webhookCursor("backend"))
+        #expect(await Self.dispatcher(services.store, Self.hook(receiver), clock: clock).pass().failed == 1)
+        let failed = try #require(try await services.store.webhookDeliveries(state: .failed, limit: 10).first)
+        #expect(failed.lastError == "HTTP 308 (redirects are not followed, Location: \(elsewhere.baseURL)/hooks/other)", "\(failed)")
+        #expect(receiver.received.count == 1)
+        #expect(elsewhere.received.isEmpty)
+    }
+
     @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
