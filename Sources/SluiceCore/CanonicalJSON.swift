@@ -88,8 +88,20 @@ extension TextVerdict: CanonicalJSON {
 }
 
 extension PriorityVerdict: CanonicalJSON {
+    /// Every field the type has, in key order; the optional ones only when set (as `JSONEncoder` leaves them out).
     public func writeCanonicalJSON(into output: inout String) {
-        output.append(#"{"engine":"#)
+        output.append("{")
+        if let category {
+            output.append(#""category":"#)
+            JSONText.string(category, into: &output)
+            output.append(",")
+        }
+        if let confidence {
+            output.append(#""confidence":"#)
+            JSONText.string(confidence, into: &output)
+            output.append(",")
+        }
+        output.append(#""engine":"#)
         JSONText.string(engine, into: &output)
         if let fallbackReason {
             output.append(#","fallbackReason":"#)
@@ -99,6 +111,14 @@ extension PriorityVerdict: CanonicalJSON {
         JSONText.string(priority, into: &output)
         output.append(#","reason":"#)
         JSONText.string(reason, into: &output)
+        if let recommendedAction {
+            output.append(#","recommendedAction":"#)
+            JSONText.string(recommendedAction, into: &output)
+        }
+        if let timeframe {
+            output.append(#","timeframe":"#)
+            JSONText.string(timeframe, into: &output)
+        }
         output.append(#","urgencyIndicators":"#)
         JSONText.strings(urgencyIndicators, into: &output)
         output.append(#","urgencyScore":\#(urgencyScore)}"#)

@@ -79,10 +79,11 @@ public struct TextQueueIngestor: Sendable {
         return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
     }
 
-    /// A batch's items in line order, and how many of them are rejected lines; within a batch the last line for an
-    /// id wins, like sequential processing would. Made by the batch's write task once the batch before it is written,
-    /// beside the judging of the next batch.
-    static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int) {
+    /// A batch's items in line order, cut into runs in which no id comes twice (each run is recorded before the next,
+    /// so a second line for an id is judged again after the first, as sequential processing would: a new verdict
+    /// when its text differs, nothing when it is the same), and how many of them are rejected lines. Made by the
+    /// batch's write task once the batch before it is written, beside the judging of the next batch.
+    static func items(_ batch: [Judged]) -> (runs: [[Item]], count: Int, rejected: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
         var made: [Item] = []
@@ -95,12 +96,17 @@ public struct TextQueueIngestor: Sendable {
             if item.status == .rejected { rejected += 1 }
             made.append(item)
         }
+        var runs: [[Item]] = [[]]
+        runs[0].reserveCapacity(made.count)
         var seen = Set<ItemID>()
-        var items: [Item] = []
-        items.reserveCapacity(made.count)
-        for item in made.reversed() where seen.insert(item.id).inserted { items.append(item) }
-        items.reverse()
-        return (items, rejected)
+        for item in made {
+            if !seen.insert(item.id).inserted {
+                runs.append([])
+                seen = [item.id]
+            }
+            runs[runs.count - 1].append(item)
+        }
+        return (runs, made.count, rejected)
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
@@ -137,10 +143,21 @@ public struct TextQueueIngestor: Sendable {
         }
         let summary = run.summary
         guard await stillHeld() else { throw ClaimLost() }
-        try FileOps.move(file, to: done.appendingPathComponent(name))
+        try FileOps.move(file, to: doneDestination(for: name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)"])
         return summary
+    }
+
+    /// Where a finished file goes in done/: its own name, or, when an earlier file of that name is there (a writer
+    /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced.
+    func doneDestination(for name: String) -> URL {
+        let plain = done.appendingPathComponent(name)
+        guard FileType(at: plain) != .missing else { return plain }
+        let stem = name.hasSuffix(".jsonl") ? String(name.dropLast(6)) : name
+        var copy = 2
+        while FileType(at: done.appendingPathComponent("\(stem).\(copy).jsonl")) != .missing { copy += 1 }
+        return done.appendingPathComponent("\(stem).\(copy).jsonl")
     }
 
     /// The next lines of `data` from byte `offset` (up to 4,096 of them): each line that is not blank (spaces and tabs
@@ -214,9 +231,11 @@ public struct TextQueueIngestor: Sendable {
                 // In file order, and made only after the previous batch is written, so every stamp here is later
                 // than that batch's; the claim is checked right before this batch commits.
                 if let previous { _ = try await previous.value }
-                let (items, rejected) = TextQueueIngestor.items(judged)
+                let (runs, count, rejected) = TextQueueIngestor.items(judged)
                 guard await stillHeld() else { throw ClaimLost() }
-                return (try await store.recordChangedVerdicts(items, stage: "text"), items.count, rejected)
+                var written = 0
+                for items in runs where !items.isEmpty { written += try await store.recordChangedVerdicts(items, stage: "text") }
+                return (written, count, rejected)
             })
         }
 

@@ -116,6 +116,67 @@ import Testing
         }
     }
 
+    /// A NUL would be cut off by SQLite's text (and is refused by PostgreSQL's): the line is rejected, named, rather
+    /// than stored shorter than the text that was judged (which a later `reprocess` would judge again, and approve).
+    @Test func aNulCharacterInTheTextIsRejectedNamed() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "nul.jsonl", [#"{"id": "n1", "userId": "u", "text": "hello\u0000you are a fucking idiot"}"#,
+                                           #"{"id": "n2", "userId": "u", "text": "fine", "context": "earlier\u0000message"}"#])
+        let store = try await runOnce(root, server: server)
+        #expect(try await store.item("n1")?.status == .rejected)
+        #expect(try await store.item("n1")?.reason == #"queues/text/nul.jsonl:1: field "text" contains a NUL character (\u0000)"#)
+        #expect(try await store.item("n2")?.reason == #"queues/text/nul.jsonl:2: field "context" contains a NUL character (\u0000)"#)
+    }
+
+    /// An id twice in one file is recorded in line order, as two files would be: a changed text is judged again (a
+    /// second verdict), the same text is a no-op; every line is accounted for.
+    @Test func anIdTwiceInOneFileIsJudgedInLineOrder() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "twice.jsonl", [#"{"id": "d1", "userId": "u", "text": "first version"}"#,
+                                             #"{"id": "d2", "userId": "u", "text": "same both times"}"#,
+                                             #"{"id": "d1", "userId": "u", "text": "you are a fucking idiot"}"#,
+                                             #"{"id": "d2", "userId": "u", "text": "same both times"}"#])
+        let store = try await runOnce(root, server: server)
+        #expect(try await store.events(of: "d1").filter { $0.type == "verdict" }.map(\.toStatus) == [.approved, .blocked])
+        #expect(try await store.item("d1")?.content?.text == "you are a fucking idiot")
+        #expect(try await store.item("d1")?.content?.source == "queues/text/twice.jsonl:3")
+        #expect(try await store.events(of: "d2").filter { $0.type == "verdict" }.count == 1)
+    }
+
+    /// A writer that reuses a file name: every finished file is kept in done/, none replaced.
+    @Test func aReusedFileNameKeepsEveryFinishedFile() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        for (index, id) in ["r1", "r2", "r3"].enumerated() {
+            try writeQueue(root, "z.jsonl", ["{\"id\": \"\(id)\", \"userId\": \"u\", \"text\": \"file \(index + 1)\"}"])
+            try await runOnce(root, server: server)
+        }
+        let kept = try ["z.jsonl", "z.2.jsonl", "z.3.jsonl"].map { try String(contentsOf: root.file("queues/text/done/\($0)"), encoding: .utf8) }
+        #expect(kept.map { $0.contains("file 1") } == [true, false, false])
+        #expect(kept.map { $0.contains("file 2") } == [false, true, false])
+        #expect(kept.map { $0.contains("file 3") } == [false, false, true])
+    }
+
+    /// The daemon stores the whole priority answer, seed 004's optional fields included, as `sluice priority` and the
+    /// callable API give it.
+    @Test func theStoredPriorityKeepsSeed004sOptionalFields() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "p.jsonl", [#"{"id": "p1", "userId": "u", "text": "can you send me the invoice by friday?"}"#])
+        let store = try await runOnce(root, server: server)
+        let priority = try #require(try await store.item("p1")?.priority)
+        #expect(priority.priority == "medium")
+        #expect(priority.confidence != nil && priority.timeframe != nil && priority.category != nil && priority.recommendedAction != nil,
+                "\(priority)")
+        #expect(try JSONDecoder().decode(PriorityVerdict.self, from: Data(priority.canonicalJSON.utf8)) == priority, "the canonical JSON keeps every field")
+    }
+
     @Test func sameTextIsANoOpAndChangedTextIsJudgedAgain() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)

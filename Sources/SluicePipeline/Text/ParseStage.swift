@@ -31,9 +31,13 @@ struct ParseStage: Stage {
         }
         guard let rawText = object["text"] else { return rejected(id, userId: userId, "missing field \"text\"") }
         guard let text = rawText as? String else { return rejected(id, userId: userId, "field \"text\" must be a string") }
+        // A NUL would be cut off by SQLite's text and is refused by PostgreSQL's: the stored message would not be the
+        // one judged (and a later `reprocess` would judge what was kept).
+        if text.utf8.contains(0) { return rejected(id, userId: userId, "field \"text\" contains a NUL character (\\u0000)") }
         var textContext: String?
         if let rawContext = object["context"], !(rawContext is NSNull) {
             guard let value = rawContext as? String else { return rejected(id, userId: userId, "field \"context\" must be a string") }
+            if value.utf8.contains(0) { return rejected(id, userId: userId, "field \"context\" contains a NUL character (\\u0000)") }
             textContext = value
         }
         var kind: String?
