@@ -17,6 +17,9 @@ public actor WorkLeases: WorkClaims {
     let seconds: Double
     let logger: Logger
     private var held: Set<String> = []
+    /// Units a `with` of this process is using, and the `with`s waiting for each (see `with`).
+    private var inUse: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
     public init(store: any StatusStore, leaseSeconds: Double, logger: Logger) {
         owner = "\(ProcessInfo.processInfo.hostName)/\(ProcessIdentity.machine):\(ProcessInfo.processInfo.processIdentifier):"
@@ -59,12 +62,32 @@ public actor WorkLeases: WorkClaims {
     }
 
     /// Does `body` while holding `unit`; nil (and `body` not run) when another daemon holds it. `body` gets the
-    /// check to make right before committing (`stillHolds`).
+    /// check to make right before committing (`stillHolds`). Uses of one unit in this process take turns (two files
+    /// of one upload, `photo.jpg` and `photo.png`): the claim is one per unit and owner, so at once the first to end
+    /// would release it under the other, which would then stop as if another daemon had taken it over.
     public func with<T: Sendable>(_ unit: String, _ body: @Sendable (_ stillHeld: @escaping @Sendable () async -> Bool) async -> T) async -> T? {
-        guard await claim(unit) else { return nil }
+        if inUse.insert(unit).inserted == false {
+            await withCheckedContinuation { waiting[unit, default: []].append($0) }
+        }
+        guard await claim(unit) else {
+            handOver(unit)
+            return nil
+        }
         let result = await body { await self.stillHolds(unit) }
         if held.contains(unit) { await release(unit) }
+        handOver(unit)
         return result
+    }
+
+    /// The next waiting `with` of `unit` goes on (the unit stays in use), or the unit is free.
+    private func handOver(_ unit: String) {
+        guard var queue = waiting[unit], !queue.isEmpty else {
+            inUse.remove(unit)
+            return
+        }
+        let next = queue.removeFirst()
+        waiting[unit] = queue.isEmpty ? nil : queue
+        next.resume()
     }
 
     /// Frees the claims of daemons on this host that are no longer running (a `kill -9`, a crash): their work is

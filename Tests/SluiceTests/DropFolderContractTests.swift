@@ -45,6 +45,26 @@ import Testing
         #expect(root.allFiles().filter { $0.hasPrefix("approved/") }.isEmpty)
     }
 
+    /// Two files of one upload id (`dup.png` and `dup.jpg`, one item `alice/dup`): judged one after the other in the
+    /// same run, in name order, like a re-upload; neither is left in pending/ with a claim "taken over" by itself.
+    @Test func twoFilesOfOneUploadIdAreJudgedInTurn() async throws {
+        let root = try TemporaryDataRoot()
+        // The second call answers late, so were both files judged at once the first would end (and release the item's
+        // claim) while the second waits.
+        let server = try await FakeVisionServer.start { _, index in
+            index == 0 ? .safeSearch(cleanResult) : .delayed(seconds: 0.5, then: .safeSearch(cleanResult))
+        }
+        defer { server.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "alice", name: "dup.png")
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "alice", name: "dup.jpg")
+        let store = try await runOnce(root, server: server)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.pending.appendingPathComponent("alice").path).isEmpty)
+        #expect(server.received.count == 2)
+        let item = try #require(try await store.item("alice/dup"))
+        #expect(item.status == .approved)
+        #expect(try await store.events(of: "alice/dup").filter { $0.type == "verdict" }.count == 2, "both files were judged")
+    }
+
     @Test func filesStillBeingWrittenAreLeftAlone() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
