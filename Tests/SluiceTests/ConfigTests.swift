@@ -104,6 +104,13 @@ import Testing
         (#"{"limits": {"rate": {"exchangeMilliseconds": -1}}}"#, "limits.rate.exchangeMilliseconds"),
         (#"{"limits": {"rate": {"exchangeMilliseconds": 60001}}}"#, "limits.rate.exchangeMilliseconds"),
         (#"{"dataRoot": "d""#, "not valid JSON"),
+        // A number that does not fit its key's type is named, not reported as invalid JSON.
+        (#"{"output": {"quality": 80.5}}"#, #"bad value for config key "output.quality": expected a whole number"#),
+        (#"{"text": {"maxLength": 99999999999999999999}}"#, #"bad value for config key "text.maxLength": expected a whole number"#),
+        (#"{"webhooks": [{"name": "a", "url": "http://127.0.0.1:9/h", "maxAttempts": 2.5}]}"#, #"config key "webhooks[0].maxAttempts""#),
+        (#"{"webhooks": [{"name": "a", "url": "http://127.0.0.1:9/h", "evnts": []}]}"#, #"unknown config key "webhooks[0].evnts""#),
+        (#"{"webhooks": [{"name": "a"}]}"#, #"bad value for config key "webhooks[0].url": is required"#),
+        ("[]", "must hold one JSON object"),
     ])
     func badConfigNamesTheKey(json: String, expected: String) throws {
         do {

@@ -55,8 +55,8 @@ public struct RateLimitRule: Sendable, Equatable, Decodable {
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(["limit", "windowSeconds"])
         let c = try decoder.container(keyedBy: AnyCodingKey.self)
-        limit = try c.decode(Int.self, forKey: AnyCodingKey(stringValue: "limit"))
-        windowSeconds = try c.decode(Int.self, forKey: AnyCodingKey(stringValue: "windowSeconds"))
+        limit = try c.required(Int.self, forKey: AnyCodingKey(stringValue: "limit"))
+        windowSeconds = try c.required(Int.self, forKey: AnyCodingKey(stringValue: "windowSeconds"))
     }
 }
 

@@ -23,6 +23,8 @@ extension PipelineConfig {
             throw error
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
             throw ConfigurationError.invalidJSON(path: sourceName, reason: Self.underlyingMessage(context))
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            throw ConfigurationError.invalidJSON(path: sourceName, reason: "the file must hold one JSON object ({…}) at the top level")
         } catch let error as DecodingError {
             throw ConfigurationError.badValue(key: Self.keyPath(of: error), reason: Self.reason(of: error))
         }
@@ -178,7 +180,7 @@ extension PipelineConfig {
         }
     }
 
-    private static func keyPath(of error: DecodingError) -> String {
+    static func keyPath(of error: DecodingError) -> String {
         let path: [any CodingKey]
         switch error {
         case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
@@ -188,10 +190,23 @@ extension PipelineConfig {
         @unknown default:
             path = []
         }
-        return path.map(\.stringValue).joined(separator: ".")
+        return keyPath(path)
     }
 
-    private static func reason(of error: DecodingError) -> String {
+    /// `webhooks[0].url`: keys joined by dots, array positions in brackets.
+    static func keyPath(_ path: [any CodingKey]) -> String {
+        var text = ""
+        for key in path {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+
+    static func reason(of error: DecodingError) -> String {
         switch error {
         case let .typeMismatch(type, _): "expected \(typeName(type))"
         case let .valueNotFound(type, _): "expected \(typeName(type)), found null"
@@ -201,12 +216,12 @@ extension PipelineConfig {
         }
     }
 
-    private static func typeName(_ type: Any.Type) -> String {
+    static func typeName(_ type: Any.Type) -> String {
         switch type {
-        case is String.Type: "a string"
-        case is Int.Type: "an integer"
-        case is Double.Type: "a number"
-        case is Bool.Type: "true or false"
+        case is String.Type, is String?.Type: "a string"
+        case is Int.Type, is Int?.Type: "a whole number (at most 9223372036854775807)"
+        case is Double.Type, is Double?.Type: "a number"
+        case is Bool.Type, is Bool?.Type: "true or false"
         default: "\(type)"
         }
     }
@@ -250,9 +265,9 @@ private struct ConfigFile: Decodable {
         init(from decoder: any Decoder) throws {
             try decoder.rejectUnknownKeys(["path", "url", "passwordEnv"])
             let c = try decoder.container(keyedBy: AnyCodingKey.self)
-            path = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "path"))
-            url = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "url"))
-            passwordEnv = try c.decodeIfPresent(String.self, forKey: AnyCodingKey(stringValue: "passwordEnv"))
+            path = try c.optional(String.self, forKey: AnyCodingKey(stringValue: "path"))
+            url = try c.optional(String.self, forKey: AnyCodingKey(stringValue: "url"))
+            passwordEnv = try c.optional(String.self, forKey: AnyCodingKey(stringValue: "passwordEnv"))
             if path != nil, url != nil {
                 throw ConfigurationError.badValue(key: "store", reason: "give store.url or store.path, not both")
             }
@@ -298,21 +313,21 @@ private struct ConfigFile: Decodable {
         init(from decoder: any Decoder) throws {
             try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            wordlistsDirectory = try c.decodeIfPresent(String.self, forKey: .wordlistsDirectory)
-            languages = try c.decodeIfPresent([String].self, forKey: .languages)
-            wordlists = try c.decodeIfPresent([String].self, forKey: .wordlists)
-            allowlists = try c.decodeIfPresent([String].self, forKey: .allowlists)
+            wordlistsDirectory = try c.optional(String.self, forKey: .wordlistsDirectory)
+            languages = try c.optional([String].self, forKey: .languages)
+            wordlists = try c.optional([String].self, forKey: .wordlists)
+            allowlists = try c.optional([String].self, forKey: .allowlists)
             if c.contains(.actions) {
                 let nested = try c.superDecoder(forKey: .actions)
                 try nested.rejectUnknownKeys(Severity.allCases.map(\.rawValue))
-                let named = try c.decode([String: SeverityAction].self, forKey: .actions)
+                let named = try c.required([String: SeverityAction].self, forKey: .actions)
                 actions = Dictionary(uniqueKeysWithValues: named.compactMap { key, action in Severity(rawValue: key).map { ($0, action) } })
             }
-            maxLength = try c.decodeIfPresent(Int.self, forKey: .maxLength)
+            maxLength = try c.optional(Int.self, forKey: .maxLength)
             classifier.kind = try c.value(.classifier, default: classifier.kind)
-            classifier.endpoint = try c.decodeIfPresent(String.self, forKey: .classifierEndpoint)
-            classifier.model = try c.decodeIfPresent(String.self, forKey: .classifierModel)
-            classifier.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .classifierApiKeyEnv)
+            classifier.endpoint = try c.optional(String.self, forKey: .classifierEndpoint)
+            classifier.model = try c.optional(String.self, forKey: .classifierModel)
+            classifier.apiKeyEnv = try c.optional(String.self, forKey: .classifierApiKeyEnv)
             classifier.timeoutSeconds = try c.value(.classifierTimeoutSeconds, default: classifier.timeoutSeconds)
             classifier.maxAttempts = try c.value(.classifierMaxAttempts, default: classifier.maxAttempts)
             classifier.maxInFlight = try c.value(.classifierMaxInFlight, default: classifier.maxInFlight)
@@ -327,7 +342,7 @@ private struct ConfigFile: Decodable {
                 // Named categories replace the standard rule for that category; the others keep theirs.
                 let nested = try c.superDecoder(forKey: .classifierPolicy)
                 try nested.rejectUnknownKeys(TextCategory.allCases.map(\.rawValue))
-                let named = try c.decode([String: CategoryRuleSection].self, forKey: .classifierPolicy)
+                let named = try c.required([String: CategoryRuleSection].self, forKey: .classifierPolicy)
                 for (key, section) in named {
                     if let category = TextCategory(rawValue: key) { classifier.policy[category] = section.rule }
                 }
@@ -347,14 +362,14 @@ private struct ConfigFile: Decodable {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         dataRoot = try c.value(.dataRoot, default: "data")
-        store = try c.decodeIfPresent(StoreSection.self, forKey: .store)
+        store = try c.optional(StoreSection.self, forKey: .store)
         vision = try c.value(.vision, default: VisionConfig())
         policy = try c.value(.policy, default: .standard)
         limits = try c.value(.limits, default: LimitsConfig())
         output = try c.value(.output, default: OutputConfig())
         concurrency = try c.value(.concurrency, default: ConcurrencyConfig())
         daemon = try c.value(.daemon, default: DaemonConfig())
-        text = try c.decodeIfPresent(TextSection.self, forKey: .text)
+        text = try c.optional(TextSection.self, forKey: .text)
         caption = try c.value(.caption, default: CaptionConfig())
         priority = try c.value(.priority, default: PriorityConfig())
         api = try c.value(.api, default: APIConfig())
@@ -420,8 +435,8 @@ extension VisionConfig: Decodable {
         var v = VisionConfig()
         v.provider = try c.value(.provider, default: v.provider)
         v.endpoint = try c.value(.endpoint, default: v.endpoint)
-        v.apiKeyEnv = try c.contains(.apiKeyEnv) ? c.decodeIfPresent(String.self, forKey: .apiKeyEnv) : v.apiKeyEnv
-        v.bearerTokenEnv = try c.decodeIfPresent(String.self, forKey: .bearerTokenEnv)
+        v.apiKeyEnv = try c.contains(.apiKeyEnv) ? c.optional(String.self, forKey: .apiKeyEnv) : v.apiKeyEnv
+        v.bearerTokenEnv = try c.optional(String.self, forKey: .bearerTokenEnv)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
         v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
         v.initialBackoffSeconds = try c.value(.initialBackoffSeconds, default: v.initialBackoffSeconds)
@@ -432,7 +447,7 @@ extension VisionConfig: Decodable {
         v.breakerFailures = try c.value(.breakerFailures, default: v.breakerFailures)
         v.breakerOpenSeconds = try c.value(.breakerOpenSeconds, default: v.breakerOpenSeconds)
         v.model = try c.value(.model, default: v.model)
-        v.reuseWithinDistance = try c.decodeIfPresent(Int.self, forKey: .reuseWithinDistance)
+        v.reuseWithinDistance = try c.optional(Int.self, forKey: .reuseWithinDistance)
         self = v
     }
 }
@@ -444,7 +459,7 @@ extension ModerationPolicy: Decodable {
         let c = try decoder.container(keyedBy: AnyCodingKey.self)
         var categories = ModerationPolicy.standard.categories
         for category in SafeSearchCategory.allCases {
-            if let rule = try c.decodeIfPresent(CategoryPolicy.self, forKey: AnyCodingKey(stringValue: category.rawValue)) {
+            if let rule = try c.optional(CategoryPolicy.self, forKey: AnyCodingKey(stringValue: category.rawValue)) {
                 categories[category] = rule
             }
         }
@@ -534,9 +549,9 @@ extension CaptionConfig: Decodable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         var v = CaptionConfig()
         v.provider = try c.value(.provider, default: v.provider)
-        v.baseURL = try c.decodeIfPresent(String.self, forKey: .baseURL)
-        v.model = try c.decodeIfPresent(String.self, forKey: .model)
-        v.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .apiKeyEnv)
+        v.baseURL = try c.optional(String.self, forKey: .baseURL)
+        v.model = try c.optional(String.self, forKey: .model)
+        v.apiKeyEnv = try c.optional(String.self, forKey: .apiKeyEnv)
         v.prompt = try c.value(.prompt, default: v.prompt)
         v.maxTokens = try c.value(.maxTokens, default: v.maxTokens)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
@@ -612,12 +627,12 @@ extension AuthConfig: Decodable {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
         var v = AuthConfig()
-        v.jwksFile = try c.decodeIfPresent(String.self, forKey: .jwksFile).map { URL(fileURLWithPath: $0) }
-        v.jwksURL = try c.decodeIfPresent(String.self, forKey: .jwksURL)
+        v.jwksFile = try c.optional(String.self, forKey: .jwksFile).map { URL(fileURLWithPath: $0) }
+        v.jwksURL = try c.optional(String.self, forKey: .jwksURL)
         v.jwksRefreshSeconds = try c.value(.jwksRefreshSeconds, default: v.jwksRefreshSeconds)
-        v.issuer = try c.decodeIfPresent(String.self, forKey: .issuer)
-        v.audience = try c.decodeIfPresent(String.self, forKey: .audience)
-        v.firebaseProjectId = try c.decodeIfPresent(String.self, forKey: .firebaseProjectId)
+        v.issuer = try c.optional(String.self, forKey: .issuer)
+        v.audience = try c.optional(String.self, forKey: .audience)
+        v.firebaseProjectId = try c.optional(String.self, forKey: .firebaseProjectId)
         v.allowEmulatorTokens = try c.value(.allowEmulatorTokens, default: v.allowEmulatorTokens)
         self = v
     }
@@ -640,11 +655,11 @@ extension WebhookConfig: Decodable {
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        let url = try c.decode(String.self, forKey: .url)
-        var v = WebhookConfig(name: try c.decodeIfPresent(String.self, forKey: .name) ?? URL(string: url)?.host ?? url, url: url)
+        let url = try c.required(String.self, forKey: .url)
+        var v = WebhookConfig(name: try c.optional(String.self, forKey: .name) ?? URL(string: url)?.host ?? url, url: url)
         v.events = try c.value(.events, default: v.events)
-        v.secret = try c.decodeIfPresent(String.self, forKey: .secret)
-        v.secretEnv = try c.decodeIfPresent(String.self, forKey: .secretEnv)
+        v.secret = try c.optional(String.self, forKey: .secret)
+        v.secretEnv = try c.optional(String.self, forKey: .secretEnv)
         v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
         self = v
@@ -794,10 +809,10 @@ extension SpamConfig.CounterRule: Decodable {
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(name: try c.decode(String.self, forKey: .name), counter: try c.decode(Counter.self, forKey: .counter),
-                  threshold: try c.decode(Int.self, forKey: .threshold))
+        self.init(name: try c.required(String.self, forKey: .name), counter: try c.required(Counter.self, forKey: .counter),
+                  threshold: try c.required(Int.self, forKey: .threshold))
         windowSeconds = try c.value(.windowSeconds, default: windowSeconds)
-        maxAccountAgeHours = try c.decodeIfPresent(Double.self, forKey: .maxAccountAgeHours)
+        maxAccountAgeHours = try c.optional(Double.self, forKey: .maxAccountAgeHours)
         outcome = try c.value(.outcome, default: outcome)
     }
 }

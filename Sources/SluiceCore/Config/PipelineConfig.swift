@@ -86,8 +86,8 @@ public struct CategoryPolicy: Sendable, Equatable, Codable {
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(["block", "review", "onUnknown"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        block = try c.decodeIfPresent(Likelihood.self, forKey: .block)
-        review = try c.decodeIfPresent(Likelihood.self, forKey: .review)
+        block = try c.optional(Likelihood.self, forKey: .block)
+        review = try c.optional(Likelihood.self, forKey: .review)
         onUnknown = try c.value(.onUnknown, default: .ignore)
     }
 }

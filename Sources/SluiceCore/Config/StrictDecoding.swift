@@ -15,15 +15,44 @@ extension Decoder {
     func rejectUnknownKeys(_ allowed: [String]) throws {
         let container = try container(keyedBy: AnyCodingKey.self)
         for key in container.allKeys where !allowed.contains(key.stringValue) {
-            throw ConfigurationError.unknownKey(
-                path: (codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: "."),
-                allowed: allowed)
+            throw ConfigurationError.unknownKey(path: PipelineConfig.keyPath(codingPath + [key]), allowed: allowed)
         }
     }
 }
 
 extension KeyedDecodingContainer {
+    /// The value at `key`, or `fallback` when the key is absent; a value of the wrong kind names its key.
     func value<T: Decodable>(_ key: Key, default fallback: @autoclosure () -> T) throws -> T {
-        try decodeIfPresent(T.self, forKey: key) ?? fallback()
+        try optional(T.self, forKey: key) ?? fallback()
+    }
+
+    /// `decodeIfPresent`, naming the key when the value is of the wrong kind.
+    func optional<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try naming(key, T.self) { try decodeIfPresent(type, forKey: key) }
+    }
+
+    /// `decode`, naming the key when the value is missing or of the wrong kind.
+    func required<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try naming(key, T.self) { try decode(type, forKey: key) }
+    }
+
+    /// Runs one decode, turning what it throws into a `ConfigurationError` naming the key: JSONDecoder's own parse
+    /// errors carry none (a number that does not fit, 80.5 or 1e20 for an integer, would reach the top as "not
+    /// valid JSON"), and its `DecodingError`s are named by their own path when they have one.
+    private func naming<R>(_ key: Key, _ expected: Any.Type, _ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as ConfigurationError {
+            throw error
+        } catch let error as DecodingError {
+            let path = PipelineConfig.keyPath(of: error)
+            if case .dataCorrupted = error, path.isEmpty {
+                throw ConfigurationError.badValue(key: PipelineConfig.keyPath(codingPath + [key]), reason: "expected \(PipelineConfig.typeName(expected))")
+            }
+            throw ConfigurationError.badValue(key: path.isEmpty ? PipelineConfig.keyPath(codingPath + [key]) : path,
+                                              reason: PipelineConfig.reason(of: error))
+        } catch {
+            throw ConfigurationError.badValue(key: PipelineConfig.keyPath(codingPath + [key]), reason: "expected \(PipelineConfig.typeName(expected))")
+        }
     }
 }

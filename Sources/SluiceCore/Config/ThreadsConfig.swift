@@ -64,7 +64,7 @@ extension EmbeddingConfig: Decodable {
         v.provider = try c.value(.provider, default: v.provider)
         v.baseURL = try c.value(.baseURL, default: v.baseURL)
         v.model = try c.value(.model, default: v.model)
-        v.apiKeyEnv = try c.decodeIfPresent(String.self, forKey: .apiKeyEnv)
+        v.apiKeyEnv = try c.optional(String.self, forKey: .apiKeyEnv)
         v.batchSize = try c.value(.batchSize, default: v.batchSize)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
         v.maxAttempts = try c.value(.maxAttempts, default: v.maxAttempts)
@@ -85,7 +85,7 @@ extension ThreadsConfig: Decodable {
         var v = ThreadsConfig()
         if c.contains(.llm) {
             try c.superDecoder(forKey: .llm).rejectUnknownKeys(CaptionConfig.CodingKeys.allCases.map(\.rawValue).filter { $0 != "prompt" && $0 != "logprobs" })
-            var llm = try c.decode(CaptionConfig.self, forKey: .llm)
+            var llm = try c.required(CaptionConfig.self, forKey: .llm)
             if try c.nestedContainer(keyedBy: CaptionConfig.CodingKeys.self, forKey: .llm).contains(.maxTokens) == false { llm.maxTokens = 1500 }
             v.llm = llm
         }
