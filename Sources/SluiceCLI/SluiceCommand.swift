@@ -39,16 +39,30 @@ struct CommonOptions: ParsableArguments {
         try PipelineConfigLoad(path: config)
     }
 
-    func bootstrapLogging(default fallback: Logger.Level) throws {
-        let level: Logger.Level
-        if let raw = logLevel ?? ProcessInfo.processInfo.environment["SLUICE_LOG_LEVEL"] {
-            guard let parsed = Logger.Level(rawValue: raw.lowercased()) else {
+    /// Every command checks the level, whether or not it logs (`list --log-level loud` was taken silently).
+    func validate() throws {
+        _ = try requestedLevel()
+    }
+
+    /// `--log-level`, else `SLUICE_LOG_LEVEL`, else nil; a word that is not a level is refused, named.
+    func requestedLevel() throws -> Logger.Level? {
+        if let raw = logLevel {
+            guard let level = Logger.Level(rawValue: raw.lowercased()) else {
                 throw ValidationError("--log-level \"\(raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            level = parsed
-        } else {
-            level = fallback
+            return level
         }
+        if let raw = ProcessInfo.processInfo.environment["SLUICE_LOG_LEVEL"] {
+            guard let level = Logger.Level(rawValue: raw.lowercased()) else {
+                throw ValidationError("SLUICE_LOG_LEVEL \"\(raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return level
+        }
+        return nil
+    }
+
+    func bootstrapLogging(default fallback: Logger.Level) throws {
+        let level = try requestedLevel() ?? fallback
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -59,8 +59,13 @@ struct UsersCommand: AsyncParsableCommand {
             let config = try common.loadConfig().config
             let reviewers = try await Services.store(config: config).reviewers()
             if json {
-                try printJSON(reviewers.map { ["name": $0.name, "role": $0.role.rawValue, "disabled": $0.disabled ? "true" : "false",
-                                               "createdAt": $0.createdAt.formatted(.iso8601)] })
+                struct Row: Encodable {
+                    var name: String
+                    var role: String
+                    var disabled: Bool
+                    var createdAt: String
+                }
+                try printJSON(reviewers.map { Row(name: $0.name, role: $0.role.rawValue, disabled: $0.disabled, createdAt: $0.createdAt.formatted(.iso8601)) })
                 return
             }
             var table = TextTable(headers: ["NAME", "ROLE", "STATE", "CREATED"])

@@ -53,8 +53,15 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try common.loadConfig().config
             guard failed || !ids.isEmpty else { throw ValidationError("name delivery ids, or use --failed") }
-            let count = try await Services.store(config: config).retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
+            let store = try await Services.store(config: config)
+            // Only failed deliveries are sent again: name the ids that are not (unknown, pending or delivered).
+            let failedBefore = failed ? [] : Set(try await store.webhookDeliveries(state: .failed, limit: Int(Int32.max)).map(\.id))
+            let count = try await store.retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
             print("\(count) deliveries will be sent again by the daemon (or `sluice webhooks deliver`)")
+            let skipped = failed ? [] : ids.filter { !failedBefore.contains($0) }
+            if !skipped.isEmpty {
+                throw CLIError(message: "not failed deliveries, left as they are (unknown, pending or delivered): \(skipped.joined(separator: ", "))")
+            }
         }
     }
 
@@ -99,7 +106,12 @@ struct EraseUserCommand: AsyncParsableCommand {
         let who = by ?? ProcessInfo.processInfo.environment["USER"] ?? "operator"
         let summary = try await services.erasure.eraseUser(user, by: who, reason: "erased with sluice erase-user")
         if json {
-            try printJSON(summary)
+            // The shape `DELETE /v1/users/{userId}` answers with.
+            struct Erased: Encodable {
+                var erased: [ItemID]
+                var files: Int
+            }
+            try printJSON(Erased(erased: summary.items, files: summary.files))
             return
         }
         print("erased \(summary.items.count) items and \(summary.files) files of \(user)")

@@ -2,7 +2,9 @@
 import Glibc
 #endif
 import Foundation
+import SluiceAPI
 import SluiceCore
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 import Synchronization
@@ -141,6 +143,19 @@ import Testing
         #expect(missing.stderr.contains("no item with id \"alice/none\""))
     }
 
+    /// `users list --json` gives `disabled` as a boolean (it was the string "false").
+    @Test func usersListJSONSaysDisabledAsABoolean() async throws {
+        let root = try TemporaryDataRoot()
+        let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
+        let accounts = ReviewerAccounts(store: try await Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1")))
+        _ = try await accounts.add("rita", role: .reviewer, password: "correct horse battery staple")
+        let list = try await shell(TestEnvironment.sluiceBinary, ["users", "list", "--json", "--config", config.path])
+        #expect(list.status == 0, "\(list.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(rows.count == 1 && rows.first?["name"] as? String == "rita")
+        #expect(rows.first?["disabled"] as? Bool == false && !(rows.first?["disabled"] is String), "\(rows)")
+    }
+
     @Test func badConfigStopsStartupNamingTheKey() async throws {
         let root = try TemporaryDataRoot()
         let config = root.url.appendingPathComponent("pipeline.json")
@@ -151,5 +166,11 @@ import Testing
         let missing = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", root.url.appendingPathComponent("nope.json").path])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("cannot read config file"))
+        // Every command checks the log level, whether it logs or not.
+        let loud = try await shell(TestEnvironment.sluiceBinary, ["list", "--log-level", "loud", "--config", config.path])
+        #expect(loud.status != 0 && loud.stderr.contains("--log-level \"loud\" is not a level"), "\(loud.stderr)")
+        let fromEnvironment = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", config.path],
+                                              environment: ProcessInfo.processInfo.environment.merging(["SLUICE_LOG_LEVEL": "loud"]) { $1 })
+        #expect(fromEnvironment.status != 0 && fromEnvironment.stderr.contains("SLUICE_LOG_LEVEL \"loud\" is not a level"), "\(fromEnvironment.stderr)")
     }
 }

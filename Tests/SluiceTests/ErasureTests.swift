@@ -147,7 +147,7 @@ import Testing
         let result = try await shell(TestEnvironment.sluiceBinary, ["erase-user", "frank", "--by", "dpo@example.org", "--json", "--config", config.path])
         #expect(result.status == 0, "\(result.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect((summary["items"] as? [String])?.count == 3 && summary["files"] as? Int == 4, "\(summary)")
+        #expect((summary["erased"] as? [String])?.count == 3 && summary["files"] as? Int == 4, "\(summary)")
         #expect(Self.files(root, of: "frank").isEmpty)
         let bad = try await shell(TestEnvironment.sluiceBinary, ["erase-user", "../etc", "--config", config.path])
         #expect(bad.status != 0 && bad.stderr.contains("user"), "\(bad.stderr)")

@@ -205,6 +205,9 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--state \"lost\" is not a state"), "\(bad.stderr)")
         let none = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "retry", "--config", config.path])
         #expect(none.status != 0 && none.stderr.contains("name delivery ids, or use --failed"), "\(none.stderr)")
+        let unknown = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "retry", "whd_nope", "--config", config.path])
+        #expect(unknown.status != 0 && unknown.stdout.hasPrefix("0 deliveries")
+                && unknown.stderr.contains("not failed deliveries, left as they are (unknown, pending or delivered): whd_nope"), "\(unknown)")
 
         healthy.withLock { $0 = true }
         let retry = try await shell(TestEnvironment.sluiceBinary, ["webhooks", "retry", "--failed", "--config", config.path])
