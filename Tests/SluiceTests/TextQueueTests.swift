@@ -248,6 +248,16 @@ import Testing
         let match = try #require((text["matches"] as? [[String: Any]])?.first)
         #expect(match["term"] as? String == "shit" && match["start"] as? Int == 6 && match["end"] as? Int == 10)
         #expect(match["severity"] as? String == "strong")
+        // README "JSON fields": every documented field is present, null when unknown, inside the objects too.
+        let message = try #require(object["message"] as? [String: Any])
+        #expect(Set(message.keys) == ["text", "context", "kind", "source"] && message["context"] is NSNull && message["kind"] is NSNull,
+                "\(message)")
+        #expect(Set((object["timings"] as? [String: Any] ?? [:]).keys) == ["decodeMs", "classifyMs", "writeMs", "totalMs"])
+        #expect(Set((object["outputs"] as? [String: Any] ?? [:]).keys) == ["approved", "thumbnail", "approvedBytes", "thumbnailBytes"])
+        for event in object["history"] as? [[String: Any]] ?? [] {
+            #expect(Set(event.keys) == ["itemId", "at", "type", "fromStatus", "toStatus", "stage", "detail"], "\(event)")
+        }
+        #expect((object["history"] as? [Any])?.isEmpty == false)
     }
 
     @Test func checkTextCLI() async throws {

@@ -29,6 +29,17 @@ public struct ExifFindings: Sendable, Codable, Equatable {
     public static let none = ExifFindings()
 }
 
+extension ExifFindings {
+    /// Every field, `null` when unknown (README "JSON fields").
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(hadGPS, forKey: .hadGPS)
+        try c.encode(make, forKey: .make)
+        try c.encode(model, forKey: .model)
+        try c.encode(orientation, forKey: .orientation)
+    }
+}
+
 /// Output files of an approved image, as paths relative to the data root.
 public struct ItemOutputs: Sendable, Codable, Equatable {
     public var approved: String?
@@ -44,6 +55,17 @@ public struct ItemOutputs: Sendable, Codable, Equatable {
     }
 }
 
+extension ItemOutputs {
+    /// Every field, `null` when there is no such output.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(approved, forKey: .approved)
+        try c.encode(thumbnail, forKey: .thumbnail)
+        try c.encode(approvedBytes, forKey: .approvedBytes)
+        try c.encode(thumbnailBytes, forKey: .thumbnailBytes)
+    }
+}
+
 /// Wall-clock time spent per stage, in milliseconds.
 public struct StageTimings: Sendable, Codable, Equatable {
     public var decodeMs: Double?
@@ -56,6 +78,17 @@ public struct StageTimings: Sendable, Codable, Equatable {
         self.classifyMs = classifyMs
         self.writeMs = writeMs
         self.totalMs = totalMs
+    }
+}
+
+extension StageTimings {
+    /// Every field, `null` for a stage that did not run (text items have none of them).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(decodeMs, forKey: .decodeMs)
+        try c.encode(classifyMs, forKey: .classifyMs)
+        try c.encode(writeMs, forKey: .writeMs)
+        try c.encode(totalMs, forKey: .totalMs)
     }
 }
 
@@ -85,6 +118,21 @@ public struct TextContent: Sendable, Codable, Equatable {
         self.conversationId = conversationId
         self.sentAt = sentAt
         self.members = members
+    }
+}
+
+extension TextContent {
+    /// `text`, `context`, `kind` and `source` always (`null` when unknown); the conversation fields when the line had them.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(text, forKey: .text)
+        try c.encode(context, forKey: .context)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(source, forKey: .source)
+        try c.encodeIfPresent(recipientId, forKey: .recipientId)
+        try c.encodeIfPresent(conversationId, forKey: .conversationId)
+        try c.encodeIfPresent(sentAt, forKey: .sentAt)
+        try c.encodeIfPresent(members, forKey: .members)
     }
 }
 
@@ -247,5 +295,19 @@ public struct ItemEvent: Sendable, Codable, Equatable {
         self.toStatus = toStatus
         self.stage = stage
         self.detail = detail
+    }
+}
+
+extension ItemEvent {
+    /// Every field, `null` when the event has no such part.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(itemId, forKey: .itemId)
+        try c.encode(at, forKey: .at)
+        try c.encode(type, forKey: .type)
+        try c.encode(fromStatus, forKey: .fromStatus)
+        try c.encode(toStatus, forKey: .toStatus)
+        try c.encode(stage, forKey: .stage)
+        try c.encode(detail, forKey: .detail)
     }
 }
