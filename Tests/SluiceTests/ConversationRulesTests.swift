@@ -306,20 +306,26 @@ import Testing
         {"type": "follow", "from": "bob"}
         not json
         {"type": "user", "userId": "x", "messagePrivacy": "all"}
+        {"type": "user", "userId": "cai", "createdAt": 1700000000}
+        {"type": "follow", "from": "cai", "to": "ann", "extra": 1}
+        {"type": "user", "userId": "dee", "createdAt": true}
 
         """.utf8).write(to: file)
         let result = try await shell(TestEnvironment.sluiceBinary, ["relations", "import", file.path, "--json", "--config", config.path])
         #expect(result.status == 2, "bad lines make a non-zero exit: \(result.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect(summary["applied"] as? Int == 3 && summary["unchanged"] as? Int == 1, "\(summary)")
+        #expect(summary["applied"] as? Int == 4 && summary["unchanged"] as? Int == 1, "\(summary)")
         #expect(summary["rejected"] as? [String] == [
             "relations.jsonl:5: \"type\" must be user, follow or block", "relations.jsonl:6: a follow needs \"from\" and \"to\" user ids",
             "relations.jsonl:7: not a JSON object", "relations.jsonl:8: \"messagePrivacy\" must be anyone or followers",
-        ])
+            "relations.jsonl:10: unknown field \"extra\"; allowed: from, to, type",
+            "relations.jsonl:11: \"createdAt\" must be an ISO 8601 date-time or Unix seconds",
+        ], "\(summary)")
         let store = try await Services.store(config: root.config(endpoint: "http://127.0.0.1:9/v1"))
         #expect(try await store.relationUser("ann") == RelationUser(userId: "ann", messagePrivacy: .anyone,
                                                                      createdAt: Date(timeIntervalSince1970: 1_704_067_200), trusted: true))
         #expect(try await store.isBlocked(blocker: "ann", blocked: "eve"))
+        #expect(try await store.relationUser("cai")?.createdAt == Date(timeIntervalSince1970: 1_700_000_000), "Unix seconds, as the REST profile")
         let show = try await shell(TestEnvironment.sluiceBinary, ["relations", "show", "ann", "--config", config.path])
         #expect(show.stdout.contains("ann: messagePrivacy anyone") && show.stdout.contains("ann block eve") && show.stdout.contains("bob follow ann"),
                 "\(show.stdout)")

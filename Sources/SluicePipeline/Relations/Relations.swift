@@ -74,8 +74,8 @@ public struct Relations: Sendable {
     }
 
     /// `sluice relations import`: one JSON object per line — `{"type": "user", "userId", "messagePrivacy"?,
-    /// "createdAt"?, "trusted"?}`, `{"type": "follow"|"block", "from", "to"}`. Bad lines are listed with their
-    /// number and reason; the rest is applied.
+    /// "createdAt"? (RFC 3339 or Unix seconds), "trusted"?}`, `{"type": "follow"|"block", "from", "to"}`. Bad lines
+    /// (an unknown field too) are listed with their number and reason; the rest is applied.
     public func importLines(_ data: Data, source: String) async throws -> ImportSummary {
         var summary = ImportSummary()
         var number = 0
@@ -88,6 +88,13 @@ public struct Relations: Sendable {
                     throw Failure(message: "not a JSON object")
                 }
                 let changed: Bool
+                let allowed: Set<String> = switch object["type"] as? String {
+                case "user": ["type", "userId", "messagePrivacy", "createdAt", "trusted"]
+                default: ["type", "from", "to"]
+                }
+                if let extra = object.keys.filter({ !allowed.contains($0) }).sorted().first {
+                    throw Failure(message: "unknown field \"\(extra)\"; allowed: \(allowed.sorted().joined(separator: ", "))")
+                }
                 switch object["type"] as? String {
                 case "user":
                     guard let user = object["userId"] as? String else { throw Failure(message: "missing \"userId\"") }
@@ -99,8 +106,14 @@ public struct Relations: Sendable {
                         profile.messagePrivacy = privacy
                     }
                     if let raw = object["createdAt"] {
-                        guard let text = raw as? String, let date = Self.date(text) else { throw Failure(message: "\"createdAt\" must be an ISO 8601 date-time") }
-                        profile.createdAt = date
+                        // An RFC 3339 date-time, or Unix seconds as the REST profile takes it.
+                        if let text = raw as? String, let date = Self.date(text) {
+                            profile.createdAt = date
+                        } else if let seconds = raw as? NSNumber, String(cString: seconds.objCType) != "c", seconds.doubleValue.isFinite {
+                            profile.createdAt = Date(timeIntervalSince1970: seconds.doubleValue)
+                        } else {
+                            throw Failure(message: "\"createdAt\" must be an ISO 8601 date-time or Unix seconds")
+                        }
                     }
                     if let raw = object["trusted"] {
                         guard let flag = raw as? Bool else { throw Failure(message: "\"trusted\" must be true or false") }
