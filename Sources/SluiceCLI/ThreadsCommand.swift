@@ -97,6 +97,12 @@ struct ThreadsCommand: AsyncParsableCommand {
         @Option(help: "Results (1-50, default 10).")
         var limit: Int?
 
+        func validate() throws {
+            if conversation == nil, user == nil {
+                throw ValidationError("name a conversation with --conversation C, or search as a user with --user U")
+            }
+        }
+
         func run() async throws {
             try common.bootstrapLogging(default: .error)
             let services: Services

@@ -405,6 +405,9 @@ import Testing
             #expect(result["mode"] as? String == "keyword")
             #expect((result["note"] as? String)?.contains("no embedding provider") == true)
             #expect((result["results"] as? [[String: Any]])?.first?["id"] as? String == "m1")
+            // A user in no conversation: nothing to search in, and it still says how it would have been searched.
+            let nothing = try await Self.call(client, "smartSearch", headers: SeedClientTests.user("nobody-here"), #"{"query": "invoice"}"#)
+            #expect(nothing["mode"] as? String == "keyword" && (nothing["note"] as? String)?.contains("no embedding provider") == true, "\(nothing)")
         }
         // Erasing a message removes its search row and vector.
         _ = try await services.erasure.erase(ItemID("m6"), by: "test", reason: "test", at: Date())

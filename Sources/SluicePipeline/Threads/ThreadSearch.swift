@@ -30,7 +30,10 @@ public struct ThreadSearch: Sendable {
     public func rank(_ query: String, conversations: [String], perConversation: Int, mode: Mode)
         async throws(StoreError) -> (ranked: [(seq: Int64, score: Double, matchedBy: [String])], note: String?) {
         let scope = Set(try await store.searchScope(conversations: conversations, perConversation: perConversation))
-        guard !scope.isEmpty else { return ([], nil) }
+        guard !scope.isEmpty else {
+            // Nothing to rank, but the answer still says how it would have been ranked.
+            return ([], mode != .keyword && embedder == nil ? Self.noEmbedderNote : nil)
+        }
         var lists: [(name: String, seqs: [Int64])] = []
         if mode != .semantic {
             let hits = try await store.keywordSearch(Self.keywordQuery(query), conversations: conversations, limit: 1000)
@@ -47,7 +50,7 @@ public struct ThreadSearch: Sendable {
                     note = "keyword-only: the embedding provider failed (\(error.kind.rawValue))"
                 }
             } else {
-                note = "keyword-only: no embedding provider is configured (threads.embeddings.provider)"
+                note = Self.noEmbedderNote
             }
             if let embedder, let vector = queryVector {
                 let stored = try await store.embeddings(seqs: Array(scope), model: embedder.model)
@@ -75,6 +78,8 @@ public struct ThreadSearch: Sendable {
             .sorted { ($0.score, $1.seq) > ($1.score, $0.seq) }
         return (ranked, note)
     }
+
+    static let noEmbedderNote = "keyword-only: no embedding provider is configured (threads.embeddings.provider)"
 
     /// Seed 004's answer: the best `limit` messages with a snippet and the messages around each.
     func search(_ query: String, conversations: [String], perConversation: Int, limit: Int) async throws(StoreError) -> SmartSearchResult {
