@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SluiceCore
+import SluiceServices
 
 /// `sluice`: the operator's command line.
 @available(macOS 14, *)
@@ -37,6 +39,15 @@ struct CommonOptions: ParsableArguments {
 
     func loadConfig() throws -> PipelineConfigLoad {
         try PipelineConfigLoad(path: config)
+    }
+
+    /// The store for a command that only reads it: a SQLite file that is not there is named instead of created empty
+    /// (a mistyped dataRoot showed "no items").
+    func existingStore(_ config: PipelineConfig) async throws -> any StatusStore {
+        if config.store.postgres == nil, !FileManager.default.fileExists(atPath: config.store.path.path) {
+            throw CLIError(message: "no status store at \(config.store.path.path): check dataRoot (or store.url) in \(self.config), or run `sluice run` first")
+        }
+        return try await Services.store(config: config)
     }
 
     /// Every command checks the level, whether or not it logs (`list --log-level loud` was taken silently).

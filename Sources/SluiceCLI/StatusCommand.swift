@@ -17,7 +17,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try common.loadConfig().config
-        let store = try await Services.store(config: config)
+        let store = try await common.existingStore(config)
         guard let item = try await store.item(ItemID(id)) else {
             throw CLIError(message: "no item with id \"\(id)\" in \(config.store.path.path)")
         }
@@ -77,9 +77,13 @@ struct ListCommand: AsyncParsableCommand {
     @Flag(help: "Print a JSON array (stable fields, see README).")
     var json = false
 
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1 (got \(limit))") }
+    }
+
     func run() async throws {
         let config = try common.loadConfig().config
-        let items = try await Services.store(config: config).items(status: status, kind: kind, limit: limit)
+        let items = try await common.existingStore(config).items(status: status, kind: kind, limit: limit)
         if json {
             try printJSON(items)
             return

@@ -166,6 +166,14 @@ import Testing
         let missing = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", root.url.appendingPathComponent("nope.json").path])
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("cannot read config file"))
+        // Reading a store that is not there (a mistyped dataRoot) names where it looked instead of creating one.
+        let typo = root.url.appendingPathComponent("typo.json")
+        try Data(#"{"dataRoot": "nowhere"}"#.utf8).write(to: typo)
+        let empty = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", typo.path])
+        #expect(empty.status != 0 && empty.stderr.contains("no status store at \(root.url.appendingPathComponent("nowhere").path)"), "\(empty.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root.url.appendingPathComponent("nowhere/sluice.sqlite").path))
+        let zero = try await shell(TestEnvironment.sluiceBinary, ["list", "--limit", "0", "--config", typo.path])
+        #expect(zero.status != 0 && zero.stderr.contains("--limit must be at least 1"), "\(zero.stderr)")
         // Every command checks the log level, whether it logs or not.
         let loud = try await shell(TestEnvironment.sluiceBinary, ["list", "--log-level", "loud", "--config", config.path])
         #expect(loud.status != 0 && loud.stderr.contains("--log-level \"loud\" is not a level"), "\(loud.stderr)")
