@@ -42,6 +42,9 @@ import Testing
         let leftovers = root.allFiles().filter { $0.hasPrefix("pending/") }
         #expect(leftovers.isEmpty, "\(leftovers)")
         for item in rejected { #expect(item.original.map { $0.hasPrefix("rejected/") } == true) }
+        // A safe name keeps it (a file put straight into pending/); an unsafe one is replaced.
+        #expect(root.exists("rejected/_pending/loose.jpg"))
+        #expect(rejected.first { $0.id.rawValue == "u1/has space.jpg" }?.original?.hasPrefix("rejected/u1/invalid-") == true)
         #expect(root.allFiles().filter { $0.hasPrefix("approved/") }.isEmpty)
     }
 

@@ -44,7 +44,7 @@ public struct OutputLayout: Sendable, Equatable {
             let name = upload.fileName.contains(".") || format == nil ? upload.fileName : "\(upload.fileName).\(format?.fileExtension ?? "bin")"
             return folder.appendingPathComponent(upload.userFolder).appendingPathComponent(name)
         case .invalid:
-            return folder.appendingPathComponent(Self.safeSegment(upload.userFolder)).appendingPathComponent(Self.safeSegment(upload.fileName))
+            return folder.appendingPathComponent(Self.safeSegment(upload.userFolder)).appendingPathComponent(Self.safeFileName(upload.fileName))
         }
     }
 
@@ -62,6 +62,17 @@ public struct OutputLayout: Sendable, Equatable {
     /// A path relative to the data root, as stored and shown.
     public func relative(_ file: URL) -> String { root.relative(file) }
     public func absolute(_ relative: String) -> URL { root.absolute(relative) }
+
+    /// A safe file name: `{segment}` or `{segment}.{ext}` (1–10 letters or digits) as it is, else a hash-based
+    /// stand-in (a `loose.png` put straight into pending/ keeps its name in rejected/_pending/).
+    public static func safeFileName(_ raw: String) -> String {
+        let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count == 2, Identifiers.isValidSegment(String(parts[0])), (1...10).contains(parts[1].count),
+           parts[1].unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) {
+            return raw
+        }
+        return safeSegment(raw)
+    }
 
     /// A safe file-name segment: the name itself when valid, else a hash-based stand-in.
     public static func safeSegment(_ raw: String) -> String {
