@@ -54,9 +54,11 @@ struct ReprocessCommand: AsyncParsableCommand {
         let config = try common.loadConfig().config
         var filter = ItemFilter(kind: kind, userId: user)
         if let status {
+            // Pending items are the daemon's to judge; the help names the same four.
+            let judged = ItemStatus.allCases.filter { $0 != .pending }
             filter.statuses = try status.split(separator: ",").map { raw in
-                guard let value = ItemStatus(rawValue: String(raw)) else {
-                    throw ValidationError("--status \"\(raw)\" is not a status; allowed: \(ItemStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                guard let value = ItemStatus(rawValue: String(raw)), judged.contains(value) else {
+                    throw ValidationError("--status \"\(raw)\" is not a status reprocess takes; allowed: \(judged.map(\.rawValue).joined(separator: ", "))")
                 }
                 return value
             }
