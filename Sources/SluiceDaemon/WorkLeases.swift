@@ -66,7 +66,7 @@ public actor WorkLeases: WorkClaims {
     /// of one upload, `photo.jpg` and `photo.png`): the claim is one per unit and owner, so at once the first to end
     /// would release it under the other, which would then stop as if another daemon had taken it over.
     public func with<T: Sendable>(_ unit: String, _ body: @Sendable (_ stillHeld: @escaping @Sendable () async -> Bool) async -> T) async -> T? {
-        if inUse.insert(unit).inserted == false {
+        if !inUse.insert(unit).inserted {
             await withCheckedContinuation { waiting[unit, default: []].append($0) }
         }
         guard await claim(unit) else {
