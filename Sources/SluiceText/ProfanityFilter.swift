@@ -429,7 +429,7 @@ public struct ProfanityFilter: Sendable {
                     result.append(scalar)
                 } else {
                     switch scalar.properties.generalCategory {
-                    case .format, .nonspacingMark, .enclosingMark, .spacingMark: break
+                    case .format, .nonspacingMark, .enclosingMark, .spacingMark, .control: break
                     default: result.append("*")
                     }
                 }

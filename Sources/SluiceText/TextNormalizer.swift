@@ -4,7 +4,7 @@ import Foundation
 /// Folds user text to the matcher's normal form while remembering where every folded character came from:
 /// NFKC/NFKD compatibility forms (full-width, math alphanumerics, ligatures), case folding, diacritics and
 /// combining marks dropped, Latin look-alikes from Cyrillic and Greek mapped, invisible and format characters
-/// (zero-width joiners, soft hyphens, bidi controls) dropped.
+/// (zero-width joiners, soft hyphens, bidi controls, control characters other than tab and line breaks) dropped.
 enum TextNormalizer {
     enum Kind: UInt8 {
         /// `lookalike`: a Cyrillic or Greek letter (its lowercase form in `char`); read as its Latin twin only in a
@@ -132,11 +132,10 @@ enum TextNormalizer {
         let properties = scalar.properties
         switch properties.generalCategory {
         case .format, .nonspacingMark, .enclosingMark, .spacingMark, .control, .unassigned, .privateUse, .surrogate:
-            if properties.generalCategory == .control {
-                units.append(Unit(char: 0x20, kind: .separator, start: start, end: end))
-            } else if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
-                // Invisible: zero-width joiners, soft hyphen, bidi controls, combining marks (diacritics, zalgo).
-                // They belong to the character before them, so a match (and its censoring) covers them.
+            if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
+                // Invisible: zero-width joiners, soft hyphen, bidi controls, C1 control characters, combining marks
+                // (diacritics, zalgo). They belong to the character before them, so a match (and its censoring)
+                // covers them.
                 units[last].end = end
             }
             return
@@ -205,6 +204,9 @@ enum TextNormalizer {
         case 0x41...0x5A: return ASCIIEntry(char: byte + 0x20, kind: .letter)
         case 0x61...0x7A: return ASCIIEntry(char: byte, kind: .letter)
         case 0x30...0x39: return ASCIIEntry(char: byte, kind: .digit)
+        // Control characters other than tab and line breaks show nothing: skipped inside a word like a zero-width
+        // joiner, so "fu\u{1}ck" is read as one word (as a separator they split it).
+        case 0x00...0x08, 0x0E...0x1F, 0x7F: return ASCIIEntry(char: byte, kind: .joiner)
         case UInt8(ascii: "@"), UInt8(ascii: "$"), UInt8(ascii: "!"), UInt8(ascii: "|"), UInt8(ascii: "+"),
              UInt8(ascii: "("), UInt8(ascii: "*"):
             return ASCIIEntry(char: byte, kind: .symbol)
