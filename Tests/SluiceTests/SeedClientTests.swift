@@ -123,11 +123,34 @@ import Testing
             try await client.execute(uri: "/v1/uploads/bob/has%20space", method: .put, headers: headers, body: ByteBuffer(data: png)) { response in
                 #expect(response.status == .badRequest)
             }
-            // bob's upload is pending: alice cannot see it at all.
-            try await client.execute(uri: "/v1/items/bob/msg-42/events", method: .get, headers: Self.user("alice")) { response in
-                #expect(response.status == .notFound)
+            // bob's upload is pending: he reads it as pending; alice cannot see it at all.
+            try await client.execute(uri: "/v1/items/bob/msg-42", method: .get, headers: bob) { response in
+                #expect(response.status == .ok && Self.json(response.body)["status"] as? String == "pending", "\(String(buffer: response.body))")
+            }
+            for uri in ["/v1/items/bob/msg-42/events", "/v1/items/bob/msg-42"] {
+                try await client.execute(uri: uri, method: .get, headers: Self.user("alice")) { response in
+                    #expect(response.status == .notFound, "\(uri)")
+                }
             }
         }
+        // Once judged, an upload under the same id never replaces the item: the same bytes answer with its status,
+        // other bytes are refused (a blocked image under appeal, an approved one with its files).
+        try await runOnce(root, server: clean)
+        let approved = try Data(contentsOf: root.file("approved/bob/msg-42.jpg"))
+        try await Self.application(root).test(.router) { client in
+            let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
+            let jpeg = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+            var headers = Self.user("bob")
+            headers[.contentType] = "image/png"
+            try await client.execute(uri: "/v1/uploads/bob/msg-42", method: .put, headers: headers, body: ByteBuffer(data: png)) { response in
+                #expect(response.status == .ok && Self.json(response.body)["status"] as? String == "approved", "\(String(buffer: response.body))")
+            }
+            try await client.execute(uri: "/v1/uploads/bob/msg-42", method: .put, headers: headers, body: ByteBuffer(data: jpeg)) { response in
+                #expect(response.status == .conflict && (Self.json(response.body)["error"] as? [String: Any])?["status"] as? String == "ALREADY_EXISTS")
+            }
+        }
+        #expect(root.allFiles().filter { $0.hasPrefix("pending/") }.isEmpty, "nothing was written for the daemon to judge again")
+        #expect(try Data(contentsOf: root.file("approved/bob/msg-42.jpg")) == approved)
         // The owner-only setting keeps approved images to their owner.
         try await Self.application(root) { $0.api.images.visibility = .owner }.test(.router) { client in
             try await client.execute(uri: "/v1/images/approved/alice/shared.jpg", method: .get, headers: bob) { response in

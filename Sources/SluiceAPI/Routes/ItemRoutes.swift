@@ -36,7 +36,18 @@ struct ItemRoutes {
     func imageItem(_ request: Request, context: APIContext) async throws -> Response {
         // `/v1/items/{userId}/{imageId}`: the first segment shares the name `id` with `/v1/items/{textId}`.
         let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
+        if try await services.store.item(image.itemID) == nil, let pending = pendingResponse(image, context: context) {
+            return try context.json(pending)
+        }
         return try await item(image.itemID, context: context)
+    }
+
+    /// An upload in pending/ the daemon has not judged yet, for a caller who may see its owner's items: `pending`,
+    /// stamped with when the file was written.
+    private func pendingResponse(_ image: ImageRef, context: APIContext) -> ItemResponse? {
+        guard context.principal?.maySee(owner: image.userId) == true, let file = services.layout.pendingUploads(of: image).first else { return nil }
+        let written = (try? FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate]) as? Date
+        return ItemResponse(pendingUpload: image, at: written ?? now())
     }
 
     private func item(_ id: ItemID, context: APIContext) async throws -> Response {
@@ -65,8 +76,8 @@ struct ItemRoutes {
         let first: ItemResponse
         if let item = try? await visibleItem(image.itemID, context: context) {
             first = ItemResponse(item)
-        } else if context.principal?.maySee(owner: image.userId) == true, !services.layout.pendingUploads(of: image).isEmpty {
-            first = ItemResponse(pendingUpload: image, at: now())
+        } else if let pending = pendingResponse(image, context: context) {
+            first = pending
         } else {
             throw APIError(.notFound, "no item \(Identifiers.printable(image.itemID.rawValue))")
         }
@@ -162,13 +173,13 @@ struct ItemRoutes {
     func deleteUser(_ request: Request, context: APIContext) async throws -> Response {
         let userId = try context.pathParameter("userId")
         try APIValidation.segment(userId, "userId")
-        let by = try Self.backend(context)
+        let by = try Self.backend(context, for: "erase items")
         let summary = try await services.erasure.eraseUser(userId, by: by, reason: "user erased through the API", at: now())
         return try context.json(ErasureResult(summary))
     }
 
     private func erase(_ id: ItemID, context: APIContext) async throws -> Response {
-        let by = try Self.backend(context)
+        let by = try Self.backend(context, for: "erase items")
         guard let summary = try await services.erasure.erase(id, by: by, reason: "erased through the API", at: now()) else {
             throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
         }
@@ -176,7 +187,7 @@ struct ItemRoutes {
     }
 
     /// Erasure is for backends (app tokens); it is recorded as done by `app` (acting for a user when one is named).
-    static func backend(_ context: APIContext, for what: String = "erase items") throws -> String {
+    static func backend(_ context: APIContext, for what: String) throws -> String {
         guard case let .app(actingFor) = context.principal else {
             throw APIError(.permissionDenied, "only a backend (app token) may \(what)")
         }
@@ -220,6 +231,15 @@ struct ItemResponse: Encodable {
         var acted: Bool
     }
 
+    /// Seed 000's `imageStatus`: approved, pending (review included) or blocked (rejected included).
+    static func imageStatus(_ status: ItemStatus) -> String {
+        switch status {
+        case .approved: "approved"
+        case .pending, .review: "pending"
+        case .blocked, .rejected: "blocked"
+        }
+    }
+
     /// An upload the daemon has not picked up yet.
     init(pendingUpload image: ImageRef, at date: Date) {
         id = image.itemID
@@ -236,11 +256,7 @@ struct ItemResponse: Encodable {
         kind = item.kind
         userId = item.userId
         status = item.status
-        imageStatus = switch item.status {
-        case .approved: "approved"
-        case .pending, .review: "pending"
-        case .blocked, .rejected: "blocked"
-        }
+        imageStatus = Self.imageStatus(item.status)
         reason = item.reason
         caption = item.caption?.caption?.caption
         priority = item.priority

@@ -136,7 +136,7 @@ struct RelationRoutes {
     }
 
     private func ids(_ context: APIContext) throws -> (String, String) {
-        _ = try ItemRoutes.backend(context)
+        _ = try ItemRoutes.backend(context, for: "read or change another user's blocks and follows")
         let user = try context.pathParameter("userId")
         let other = try context.pathParameter("otherId")
         try APIValidation.segment(user, "userId")
@@ -167,7 +167,7 @@ struct RelationRoutes {
     }
 
     func profile(_ request: Request, context: APIContext) async throws -> Response {
-        _ = try ItemRoutes.backend(context)
+        _ = try ItemRoutes.backend(context, for: "set a user's profile")
         let user = try context.pathParameter("userId")
         try APIValidation.segment(user, "userId")
         let body = try await request.body.collect(upTo: 64 * 1024)

@@ -24,8 +24,8 @@ struct UploadRoutes {
         return try await upload(request, context: context, userId: userId, imageId: imageId)
     }
 
-    /// 201 for a new upload; 200 when the same bytes are already pending under this id; 409 when different
-    /// bytes are.
+    /// 201 for a new upload; 200 when the same bytes are already pending or judged under this id (with the item's
+    /// status); 409 when different bytes are: an item is never replaced by an upload (erase it first).
     func put(_ request: Request, context: APIContext) async throws -> Response {
         try await upload(request, context: context, userId: try context.pathParameter("userId"),
                          imageId: try context.pathParameter("imageId"))
@@ -51,6 +51,16 @@ struct UploadRoutes {
                 throw APIError(.alreadyExists, "\(image) already has a different upload in progress")
             }
             return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"))
+        }
+        if let existing = try await services.store.item(image.itemID) {
+            // Judged already (approved, blocked, held for review or an appeal): the same bytes are that item; other
+            // bytes would silently replace its verdict and files.
+            guard existing.contentHash == ContentHash.sha256(data) else {
+                throw APIError(.alreadyExists, "\(image) already holds an item (\(existing.status.rawValue)) with different bytes; "
+                               + "erase it (DELETE /v1/items/\(userId)/\(imageId)) or upload under another id")
+            }
+            return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: existing.status.rawValue,
+                                                 imageStatus: ItemResponse.imageStatus(existing.status)))
         }
         try await limits.consume(.imageUpload, context: context)
         do {
