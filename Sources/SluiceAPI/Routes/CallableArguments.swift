@@ -28,6 +28,7 @@ struct CallableResult<T: Encodable>: Encodable {
 extension CallableArguments {
     /// The request body's `data`, or the envelope's message naming what was wrong.
     static func decode(_ body: ByteBuffer) throws -> Self {
+        try APIValidation.refuseNUL(body)
         do {
             // No body at all is `{}`: no `data`.
             let json = body.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: body)

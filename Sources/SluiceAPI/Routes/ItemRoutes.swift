@@ -139,6 +139,7 @@ struct ItemRoutes {
             throw APIError(.permissionDenied, "an appeal is made by the item's owner: a user token, or an app token with X-User-Id")
         }
         let body = try await request.body.collect(upTo: 64 * 1024)
+        try APIValidation.refuseNUL(body)
         guard let appeal = try? JSONDecoder().decode(AppealBody.self, from: body) else {
             throw APIError(.invalidArgument, "body must be {\"message\": string}")
         }
@@ -270,6 +271,28 @@ struct ItemResponse: Encodable {
 
 /// Checks on ids from URLs and bodies, with the envelope's message.
 enum APIValidation {
+    /// A JSON body with a NUL (`\u0000`) in a string is refused: a store would cut the text there (SQLite) or refuse
+    /// it (PostgreSQL), so a report, note or appeal would be kept shorter than it was sent. Escapes are read as JSON
+    /// reads them (`\\u0000` is a backslash and text).
+    static func refuseNUL(_ body: ByteBuffer) throws {
+        let found = body.withUnsafeReadableBytes { bytes -> Bool in
+            var index = 0
+            while index < bytes.count {
+                guard bytes[index] == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
+                if index + 5 < bytes.count, bytes[index + 1] == UInt8(ascii: "u"),
+                   bytes[(index + 2)...(index + 5)].allSatisfy({ $0 == UInt8(ascii: "0") }) {
+                    return true
+                }
+                index += 2
+            }
+            return false
+        }
+        if found { throw APIError(.invalidArgument, "text may not contain a NUL character (\\u0000)") }
+    }
+
     static func segment(_ value: String, _ role: String) throws {
         if let problem = Identifiers.problem(with: value, role: role) { throw APIError(.invalidArgument, problem) }
     }

@@ -46,6 +46,7 @@ struct ReportRoutes {
             throw APIError(.invalidArgument, "reportId \"\(Identifiers.printable(reportId))\" is not a report id")
         }
         let body = try await request.body.collect(upTo: 64 * 1024)
+        try APIValidation.refuseNUL(body)
         let resolution: Resolution
         do {
             resolution = try JSONDecoder().decode(Resolution.self, from: body)
