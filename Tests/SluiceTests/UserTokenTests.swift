@@ -62,6 +62,8 @@ import Testing
                  "JWT issuer is not \(Self.issuer)"),
                 (try await idp.token(sub: "alice", expires: soon, issuer: Self.issuer, audience: "other-project"), "JWT audience is not \(Self.project)"),
                 (try await idp.token(sub: nil, expires: soon, issuer: Self.issuer, audience: Self.project), "JWT has no sub"),
+                (try await idp.token(sub: "../evil", expires: soon, issuer: Self.issuer, audience: Self.project),
+                 "JWT sub \"../evil\" has characters outside [A-Za-z0-9_-]"),
                 (FakeTokenIssuer.emulatorToken(sub: "alice", expires: soon, issuer: Self.issuer, audience: Self.project), "JWT must use alg RS256 or ES256"),
                 (APITests.jwt(sub: "alice", exp: soon.timeIntervalSince1970), "JWT must use alg RS256 or ES256"),
                 ("not.a.jwt", "bearer token is neither an app token nor a JWT"),

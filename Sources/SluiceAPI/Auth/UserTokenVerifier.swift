@@ -122,6 +122,9 @@ actor UserTokenVerifier {
             throw APIError(.unauthenticated, "JWT audience is not \(audience)")
         }
         guard let sub = claims.sub?.value, !sub.isEmpty else { throw APIError(.unauthenticated, "JWT has no sub") }
+        // The user id everything else uses (pending/{userId}/…, relations, reports): a sub that cannot be one is
+        // refused here, as X-User-Id is, rather than accepted by some callables and refused by others.
+        if let problem = Identifiers.problem(with: sub, role: "JWT sub") { throw APIError(.unauthenticated, problem) }
         return sub
     }
 
