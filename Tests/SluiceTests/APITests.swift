@@ -200,6 +200,8 @@ import Testing
                 ("/v1/functions/validate_text", #"{"data": {"text": 5}}"#, "data.text must be a string"),
                 ("/v1/functions/validate_text", #"{"data": {"text": ""}}"#, "text is empty"),
                 ("/v1/functions/detectPriority", #"{"data": {}}"#, "data.messageText must be a non-empty string"),
+                ("/v1/functions/detectPriority", "{\"data\": {\"messageText\": \"\(String(repeating: "a", count: 10_001))\"}}",
+                 "data.messageText is 10001 characters long, over the 10000 limit (text.maxLength)"),
                 // A NUL would be cut off (SQLite) or refused (PostgreSQL) by a store: refused, named, in every body.
                 ("/v1/functions/submit_report", #"{"data": {"messageId": "m3", "category": "spam", "description": "a\u0000b"}}"#,
                  #"text may not contain a NUL character (\u0000)"#),
@@ -311,6 +313,11 @@ import Testing
             for _ in 0..<2 {
                 try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: erin,
                                          body: ByteBuffer(string: #"{"data": {"text": "hello"}}"#)) { _ in }
+            }
+            // Refused input is not a message: it uses none of the quota (the count below stays 2).
+            try await client.execute(uri: "/v1/functions/validate_text", method: .post, headers: erin,
+                                     body: ByteBuffer(string: #"{"data": {"text": ""}}"#)) { response in
+                #expect(response.status == .badRequest)
             }
             try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post,
                                      headers: [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"],

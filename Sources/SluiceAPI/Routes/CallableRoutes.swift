@@ -55,13 +55,14 @@ struct CallableRoutes {
     /// `{allowed, reason}` from the text pipeline's filter, the seed's `validate_text`.
     func validateText(_ body: ByteBuffer, context: APIContext) async throws -> Response {
         let arguments = try ValidateTextArguments.decode(body)
-        try await limits.consume(.textMessage, context: context)
         let verdict: TextVerdict
         do throws(TextInputError) {
             verdict = try services.texts.filter.check(arguments.text)
         } catch {
+            // Refused input (empty, too long) is not a message: it uses none of the caller's quota.
             throw APIError(.invalidArgument, error.message)
         }
+        try await limits.consume(.textMessage, context: context)
         return try context.json(CallableResult(result: ValidateTextResult(allowed: verdict.allowed, reason: verdict.reason)))
     }
 
@@ -69,6 +70,12 @@ struct CallableRoutes {
     func detectPriority(_ body: ByteBuffer, context: APIContext) async throws -> Response {
         let arguments = try DetectPriorityArguments.decode(body)
         guard !arguments.messageText.isEmpty else { throw APIError(.invalidArgument, DetectPriorityArguments.problem(with: "messageText")) }
+        // The same bound as validate_text and the queues (text.maxLength), for the message and its context.
+        let maxLength = services.config.text.maxLength
+        for (field, value) in [("messageText", arguments.messageText), ("conversationContext", arguments.conversationContext ?? "")]
+        where value.unicodeScalars.count > maxLength {
+            throw APIError(.invalidArgument, "data.\(field) is \(value.unicodeScalars.count) characters long, over the \(maxLength) limit (text.maxLength)")
+        }
         try await limits.consume(.detectPriority, context: context)
         let verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext)
         return try context.json(CallableResult(result: verdict))
