@@ -119,6 +119,11 @@ import Testing
                 try await client.execute(uri: "/api/generateCaption", method: method, headers: headers, body: body) { response in
                     #expect(response.status == status, sourceLocation: sourceLocation)
                     #expect(Self.captionError(response.body) == code, sourceLocation: sourceLocation)
+                    // Past the rate check (a signed-in POST), an error carries the rate headers and a request id too.
+                    if status != .unauthorized, method == .post {
+                        #expect(response.headers.value("X-RateLimit-Limit") != nil
+                                && response.headers.value("X-Request-Id")?.hasPrefix("req_") == true, sourceLocation: sourceLocation)
+                    }
                 }
             }
             try await expect(headers: [:], body: Self.captionBody(png, mimeType: "image/png"), .unauthorized, "AUTH_001")

@@ -50,7 +50,9 @@ struct CaptionRoutes {
             for field in rateHeaders { response.headers.append(field) }
             return response
         } catch var error as CaptionAPIError {
+            // Errors after the rate check carry the same headers as a caption does, an X-Request-Id included.
             for field in rateHeaders { error.headers.append(field) }
+            if let name = HTTPField.Name(SluiceHeader.requestId) { error.headers.append(HTTPField(name: name, value: Self.requestId(at: now()))) }
             throw error
         }
     }
