@@ -184,6 +184,11 @@ import Testing
                                      body: ByteBuffer(string: #"{"messagePrivacy": "everyone"}"#)) { response in
                 #expect(response.status == .badRequest)
             }
+            try await client.execute(uri: "/v1/users/rita/profile", method: .put, headers: SeedClientTests.app,
+                                     body: ByteBuffer(string: #"{"trustd": true}"#)) { response in
+                #expect(response.status == .badRequest && String(buffer: response.body).contains(#"unknown field \"trustd\""#),
+                        "\(String(buffer: response.body))")
+            }
         }
         let history = try await store.relationHistory("rita").map { "\($0.actor) \($0.kind.rawValue) \($0.subject)" }
         #expect(history == ["rita follow mallory", "mallory follow rita", "rita block mallory", "rita unblock mallory", "rita block mallory"], "\(history)")

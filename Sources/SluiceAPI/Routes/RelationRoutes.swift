@@ -171,8 +171,12 @@ struct RelationRoutes {
         let user = try context.pathParameter("userId")
         try APIValidation.segment(user, "userId")
         let body = try await request.body.collect(upTo: 64 * 1024)
-        guard let fields = try? JSONDecoder().decode(ProfileBody.self, from: body) else {
-            throw APIError(.invalidArgument, "body must be {\"messagePrivacy\"?: \"anyone\" | \"followers\", \"createdAt\"?: Unix seconds, \"trusted\"?: boolean}")
+        let shape = "body must be {\"messagePrivacy\"?: \"anyone\" | \"followers\", \"createdAt\"?: Unix seconds, \"trusted\"?: boolean}"
+        guard let fields = try? JSONDecoder().decode(ProfileBody.self, from: body) else { throw APIError(.invalidArgument, shape) }
+        // A key it does not know (a typo such as "trustd") is refused, not ignored with a 200.
+        let keys = ((try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any])?.keys.sorted() ?? []
+        if let unknown = keys.first(where: { !["messagePrivacy", "createdAt", "trusted"].contains($0) }) {
+            throw APIError(.invalidArgument, "unknown field \(Identifiers.printable(unknown)): \(shape)")
         }
         var profile = try await services.store.relationUser(user) ?? RelationUser(userId: user)
         if let raw = fields.messagePrivacy {
