@@ -146,10 +146,14 @@ import Testing
                 #expect(etag.hasPrefix("\"") && etag.count > 10)
                 #expect(Data(buffer: response.body) == (try? Data(contentsOf: root.file("approved/alice/a.jpg"))))
             }
-            var conditional = token
-            conditional[.ifNoneMatch] = etag
-            try await client.execute(uri: "/v1/images/approved/alice/a.jpg", method: .get, headers: conditional) { response in
-                #expect(response.status == .notModified)
+            // The tag itself, its weak form, `*` and a list holding it all answer 304; another tag does not.
+            for (value, status) in [(etag, HTTPResponse.Status.notModified), ("W/" + etag, .notModified), ("*", .notModified),
+                                    (#""other", "# + etag, .notModified), (#""other""#, .ok)] {
+                var conditional = token
+                conditional[.ifNoneMatch] = value
+                try await client.execute(uri: "/v1/images/approved/alice/a.jpg", method: .get, headers: conditional) { response in
+                    #expect(response.status == status, "If-None-Match: \(value)")
+                }
             }
             try await client.execute(uri: "/v1/images/thumbnails/alice/a.jpg", method: .get, headers: token) { response in
                 #expect(response.status == .ok)

@@ -30,7 +30,12 @@ struct FileRoutes {
         guard let data = try? Data(contentsOf: services.layout.absolute(relative)) else { throw APIError(.notFound, "no approved image \(image)") }
         let etag = "\"" + ContentHash.sha256Prefix(data, bytes: 12) + "\""
         var headers: HTTPFields = [.contentType: "image/jpeg", .eTag: etag, .cacheControl: "private, max-age=3600"]
-        if request.headers[.ifNoneMatch]?.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) == true {
+        // RFC 9110's weak comparison: `*`, or any listed tag whose opaque part is ours (`W/"…"` included).
+        let matches = request.headers[.ifNoneMatch]?.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        } ?? false
+        if matches {
             headers[.contentType] = nil
             return Response(status: .notModified, headers: headers)
         }
