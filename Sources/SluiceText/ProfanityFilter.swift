@@ -106,13 +106,24 @@ public struct ProfanityFilter: Sendable {
 
     public var termCount: Int { entries.count }
 
-    /// Judges one message.
-    public func check(_ text: String) throws(TextInputError) -> TextVerdict {
+    /// Whether `check` would take the text (not empty, not over `text.maxLength`), without judging it: a caller that
+    /// charges for judging (a rate limit) asks first.
+    public func preflight(_ text: String) throws(TextInputError) {
+        _ = try measured(text)
+    }
+
+    private func measured(_ text: String) throws(TextInputError) -> Bool {
         let (scalarCount, blank, ascii) = Self.measure(text)
         if blank { throw TextInputError(.empty, scalarCount == 0 ? "text is empty" : "text is only whitespace") }
         if scalarCount > options.maxLength {
             throw TextInputError(.tooLong, "text is \(scalarCount) characters long, over the \(options.maxLength) limit (text.maxLength)")
         }
+        return ascii
+    }
+
+    /// Judges one message.
+    public func check(_ text: String) throws(TextInputError) -> TextVerdict {
+        let ascii = try measured(text)
         // Scratch memory lives only for this call (on the stack when it fits): nothing is allocated, shared or locked
         // for a message on the common path.
         if ascii, let verdict = text.utf8.withContiguousStorageIfAvailable({ bytes in
@@ -196,7 +207,9 @@ public struct ProfanityFilter: Sendable {
         let ascii: (Int, Bool, Bool)? = text.utf8.withContiguousStorageIfAvailable { bytes in
             var blank = true
             for byte in bytes {
-                if byte >= 0x80 { return nil }
+                // Non-ASCII, or a control character that shows nothing (read as part of the character before it, which
+                // only the Unicode path can do): the Unicode path.
+                if byte >= 0x80 || TextNormalizer.isInvisibleControl(UInt32(byte)) { return nil }
                 if blank, byte != 0x20, byte != 0x09, byte != 0x0A, byte != 0x0D, byte != 0x0B, byte != 0x0C { blank = false }
             }
             return (bytes.count, blank, true)

@@ -109,7 +109,18 @@ enum TextNormalizer {
         }
     }
 
+    /// A control character that shows nothing: C0 other than tab and line breaks (U+0009–U+000D), DEL, and C1 other
+    /// than NEL (U+0085, a line break). Read as part of the character before it, like a zero-width joiner, so
+    /// "fu\u{1}ck" and "sh!\u{1}t" are one word (as separators they split it).
+    static func isInvisibleControl(_ value: UInt32) -> Bool {
+        value < 0x09 || (0x0E...0x1F).contains(value) || value == 0x7F || ((0x80...0x9F).contains(value) && value != 0x85)
+    }
+
     private static func appendFolded(_ scalar: Unicode.Scalar, start: Int32, end: Int32, into units: inout [Unit]) {
+        if isInvisibleControl(scalar.value) {
+            if let last = units.indices.last, units[last].end == start, units[last].kind != .separator { units[last].end = end }
+            return
+        }
         if scalar.isASCII {
             let entry = asciiTable[Int(scalar.value)]
             units.append(Unit(char: UInt32(entry.char), kind: entry.kind, start: start, end: end))
@@ -132,10 +143,12 @@ enum TextNormalizer {
         let properties = scalar.properties
         switch properties.generalCategory {
         case .format, .nonspacingMark, .enclosingMark, .spacingMark, .control, .unassigned, .privateUse, .surrogate:
-            if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
-                // Invisible: zero-width joiners, soft hyphen, bidi controls, C1 control characters, combining marks
-                // (diacritics, zalgo). They belong to the character before them, so a match (and its censoring)
-                // covers them.
+            if properties.generalCategory == .control {
+                // NEL (U+0085), the one control left here (the others are invisible, above): a line break.
+                units.append(Unit(char: 0x20, kind: .separator, start: start, end: end))
+            } else if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
+                // Invisible: zero-width joiners, soft hyphen, bidi controls, combining marks (diacritics, zalgo).
+                // They belong to the character before them, so a match (and its censoring) covers them.
                 units[last].end = end
             }
             return
@@ -204,9 +217,6 @@ enum TextNormalizer {
         case 0x41...0x5A: return ASCIIEntry(char: byte + 0x20, kind: .letter)
         case 0x61...0x7A: return ASCIIEntry(char: byte, kind: .letter)
         case 0x30...0x39: return ASCIIEntry(char: byte, kind: .digit)
-        // Control characters other than tab and line breaks show nothing: skipped inside a word like a zero-width
-        // joiner, so "fu\u{1}ck" is read as one word (as a separator they split it).
-        case 0x00...0x08, 0x0E...0x1F, 0x7F: return ASCIIEntry(char: byte, kind: .joiner)
         case UInt8(ascii: "@"), UInt8(ascii: "$"), UInt8(ascii: "!"), UInt8(ascii: "|"), UInt8(ascii: "+"),
              UInt8(ascii: "("), UInt8(ascii: "*"):
             return ASCIIEntry(char: byte, kind: .symbol)

@@ -55,14 +55,20 @@ struct CallableRoutes {
     /// `{allowed, reason}` from the text pipeline's filter, the seed's `validate_text`.
     func validateText(_ body: ByteBuffer, context: APIContext) async throws -> Response {
         let arguments = try ValidateTextArguments.decode(body)
+        // Refused input (empty, too long) is not a message: it uses none of the caller's quota; the quota is taken
+        // before the judging, so a caller over the limit gets no judging done.
+        do throws(TextInputError) {
+            try services.texts.filter.preflight(arguments.text)
+        } catch {
+            throw APIError(.invalidArgument, error.message)
+        }
+        try await limits.consume(.textMessage, context: context)
         let verdict: TextVerdict
         do throws(TextInputError) {
             verdict = try services.texts.filter.check(arguments.text)
         } catch {
-            // Refused input (empty, too long) is not a message: it uses none of the caller's quota.
             throw APIError(.invalidArgument, error.message)
         }
-        try await limits.consume(.textMessage, context: context)
         return try context.json(CallableResult(result: ValidateTextResult(allowed: verdict.allowed, reason: verdict.reason)))
     }
 
