@@ -40,6 +40,8 @@ public struct TextQueueIngestor: Sendable {
         public var recorded = 0
         public var unchanged = 0
         public var rejected = 0
+        /// Lines followed by a later line for the same id in the same batch, which is the one recorded.
+        public var superseded = 0
     }
 
     /// Processes every ready file; returns per-file summaries. With `leases`, a file another daemon holds is left
@@ -79,11 +81,11 @@ public struct TextQueueIngestor: Sendable {
         return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
     }
 
-    /// A batch's items in line order, cut into runs in which no id comes twice (each run is recorded before the next,
-    /// so a second line for an id is judged again after the first, as sequential processing would: a new verdict
-    /// when its text differs, nothing when it is the same), and how many of them are rejected lines. Made by the
-    /// batch's write task once the batch before it is written, beside the judging of the next batch.
-    static func items(_ batch: [Judged]) -> (runs: [[Item]], count: Int, rejected: Int) {
+    /// A batch's items in line order, and how many of them are rejected lines and how many were superseded: within a
+    /// batch the last line for an id is the one recorded (recording the earlier ones too would make a replay after a
+    /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's write task
+    /// once the batch before it is written, beside the judging of the next batch.
+    static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
         var made: [Item] = []
@@ -96,17 +98,12 @@ public struct TextQueueIngestor: Sendable {
             if item.status == .rejected { rejected += 1 }
             made.append(item)
         }
-        var runs: [[Item]] = [[]]
-        runs[0].reserveCapacity(made.count)
         var seen = Set<ItemID>()
-        for item in made {
-            if !seen.insert(item.id).inserted {
-                runs.append([])
-                seen = [item.id]
-            }
-            runs[runs.count - 1].append(item)
-        }
-        return (runs, made.count, rejected)
+        var items: [Item] = []
+        items.reserveCapacity(made.count)
+        for item in made.reversed() where seen.insert(item.id).inserted { items.append(item) }
+        items.reverse()
+        return (items, rejected, made.count - items.count)
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
@@ -145,7 +142,8 @@ public struct TextQueueIngestor: Sendable {
         guard await stillHeld() else { throw ClaimLost() }
         try FileOps.move(file, to: doneDestination(for: name))
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
-                                                        "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)"])
+                                                        "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)",
+                                                        "superseded": "\(summary.superseded)"])
         return summary
     }
 
@@ -202,7 +200,7 @@ public struct TextQueueIngestor: Sendable {
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
         var batch: [Judged] = []
-        var writes: [Task<(written: Int, of: Int, rejected: Int), any Error>] = []
+        var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
 
         /// Lines are judged one at a time, or a window at a time when a text classifier is called (its latency, not
         /// Sluice, sets the pace); either way they are recorded in file order.
@@ -231,19 +229,18 @@ public struct TextQueueIngestor: Sendable {
                 // In file order, and made only after the previous batch is written, so every stamp here is later
                 // than that batch's; the claim is checked right before this batch commits.
                 if let previous { _ = try await previous.value }
-                let (runs, count, rejected) = TextQueueIngestor.items(judged)
+                let (items, rejected, superseded) = TextQueueIngestor.items(judged)
                 guard await stillHeld() else { throw ClaimLost() }
-                var written = 0
-                for items in runs where !items.isEmpty { written += try await store.recordChangedVerdicts(items, stage: "text") }
-                return (written, count, rejected)
+                return (try await store.recordChangedVerdicts(items, stage: "text"), items.count, rejected, superseded)
             })
         }
 
         mutating func awaitOldestWrite() async throws {
-            let (written, of, rejected) = try await writes.removeFirst().value
+            let (written, of, rejected, superseded) = try await writes.removeFirst().value
             summary.recorded += written
             summary.unchanged += of - written
             summary.rejected += rejected
+            summary.superseded += superseded
         }
 
         /// Waits for every queued write, whatever it ends with (the caller is already failing).

@@ -49,7 +49,7 @@ import Testing
     }
 
     /// Two files of one upload id (`dup.png` and `dup.jpg`, one item `alice/dup`): judged one after the other in the
-    /// same run, in name order, like a re-upload; neither is left in pending/ with a claim "taken over" by itself.
+    /// same run, like a re-upload; neither is left in pending/ with a claim "taken over" by itself.
     @Test func twoFilesOfOneUploadIdAreJudgedInTurn() async throws {
         let root = try TemporaryDataRoot()
         // The second call answers late, so were both files judged at once the first would end (and release the item's

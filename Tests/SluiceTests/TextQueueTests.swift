@@ -130,20 +130,27 @@ import Testing
         #expect(try await store.item("n2")?.reason == #"queues/text/nul.jsonl:2: field "context" contains a NUL character (\u0000)"#)
     }
 
-    /// An id twice in one file is recorded in line order, as two files would be: a changed text is judged again (a
-    /// second verdict), the same text is a no-op; every line is accounted for.
-    @Test func anIdTwiceInOneFileIsJudgedInLineOrder() async throws {
+    /// An id twice in one batch: the last line is the one recorded, the earlier one is counted as superseded (so a
+    /// replay records nothing again: "unchanged" compares a line with what is stored).
+    @Test func anIdTwiceInOneBatchKeepsItsLastLineAndAReplayRecordsNothing() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
         defer { server.stop() }
-        try writeQueue(root, "twice.jsonl", [#"{"id": "d1", "userId": "u", "text": "first version"}"#,
-                                             #"{"id": "d2", "userId": "u", "text": "same both times"}"#,
-                                             #"{"id": "d1", "userId": "u", "text": "you are a fucking idiot"}"#,
-                                             #"{"id": "d2", "userId": "u", "text": "same both times"}"#])
+        let lines = [#"{"id": "d1", "userId": "u", "text": "first version"}"#,
+                     #"{"id": "d2", "userId": "u", "text": "same both times"}"#,
+                     #"{"id": "d1", "userId": "u", "text": "you are a fucking idiot"}"#,
+                     #"{"id": "d2", "userId": "u", "text": "same both times"}"#]
+        try writeQueue(root, "twice.jsonl", lines)
         let store = try await runOnce(root, server: server)
-        #expect(try await store.events(of: "d1").filter { $0.type == "verdict" }.map(\.toStatus) == [.approved, .blocked])
-        #expect(try await store.item("d1")?.content?.text == "you are a fucking idiot")
+        #expect(try await store.events(of: "d1").filter { $0.type == "verdict" }.map(\.toStatus) == [.blocked])
         #expect(try await store.item("d1")?.content?.source == "queues/text/twice.jsonl:3")
+        #expect(try await store.item("d2")?.content?.source == "queues/text/twice.jsonl:4")
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        try writeQueue(root, "again.jsonl", lines)
+        let replay = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "info"])
+        #expect(replay.stderr.contains("recorded=0") && replay.stderr.contains("superseded=2") && replay.stderr.contains("unchanged=2"),
+                "\(replay.stderr)")
+        #expect(try await store.events(of: "d1").filter { $0.type == "verdict" }.count == 1)
         #expect(try await store.events(of: "d2").filter { $0.type == "verdict" }.count == 1)
     }
 
