@@ -37,7 +37,12 @@ public struct ProviderHTTP: Sendable {
         do {
             response = try await client.execute(request, timeout: timeout)
             bytes = try await response.body.collect(upTo: maxResponseBytes)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            // Opening the connection took longer than `HTTPClient.providerConnectTimeout` (a test's own client may set
+            // another), not the request's timeout.
+            throw ProviderError(kind: .timeout, message: "\(name) at \(scrub(Self.withoutQuery(url))) could not be connected to in time "
+                                + "(at most \(HTTPClient.providerConnectTimeout.nanoseconds / 1_000_000_000) s to connect)")
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             throw ProviderError(kind: .timeout, message: "\(name) timed out after \(timeout.nanoseconds / 1_000_000) ms")
         } catch is NIOTooManyBytesError {
             throw ProviderError(kind: .responseTooLarge, message: "\(name) response is larger than \(maxResponseBytes) bytes")

@@ -56,8 +56,10 @@ struct UploadRoutes {
             // Judged already (approved, blocked, held for review or an appeal): the same bytes are that item; other
             // bytes would silently replace its verdict and files.
             guard existing.contentHash == ContentHash.sha256(data) else {
-                throw APIError(.alreadyExists, "\(image) already holds an item (\(existing.status.rawValue)) with different bytes; "
-                               + "erase it (DELETE /v1/items/\(userId)/\(imageId)) or upload under another id")
+                // Erasing is for backends: a user is told what they can do.
+                let way = if case .app = context.principal { "erase it (DELETE /v1/items/\(userId)/\(imageId)) or upload under another id" }
+                          else { "upload under another id" }
+                throw APIError(.alreadyExists, "\(image) already holds an item (\(existing.status.rawValue)) with different bytes; \(way)")
             }
             return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: existing.status.rawValue,
                                                  imageStatus: ItemResponse.imageStatus(existing.status)))
