@@ -7,6 +7,8 @@ ID = "^[A-Za-z0-9_-]{1,128}$"
 TEXT_ID = "^[A-Za-z0-9_.:-]{1,128}$"
 # Unicode White_Space, as the filter counts "blank": a message needs one character outside it.
 WS = "\t\n\u000b\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+# A text that is stored may not hold a NUL (a store would cut it short): the API answers 400.
+NO_NUL = "^[^\\u0000]*$"
 NOT_BLANK = "[^" + WS.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r").replace("\f", "\\f") + "]"
 
 def ref(name): return {"$ref": f"#/components/schemas/{name}"}
@@ -70,7 +72,7 @@ paths["/v1/items/{id}/{imageId}/appeal"] = {"post": op("appealImage",
     "The owner asks for a blocked image to be looked at again: it returns to review, marked as an appeal with the message.",
     [user_in_path(), image_id, USER_HEADER],
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["message"], "properties": {
-        "message": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK}}}}}},
+        "message": {"type": "string", "minLength": 1, "maxLength": 1000, "allOf": [{"pattern": NOT_BLANK}, {"pattern": NO_NUL}]}}}}}},
     ok={"202": dict(description="Back in review.", **json_body(ref("Item")))}, errors=(400, 401, 403, 404, 405, 409))}
 paths["/v1/reports"] = {"get": op("reports", "Reports, newest first, optionally one status (app token).",
     [{"name": "status", "in": "query", "required": False, "schema": {"type": "string", "enum": ["open", "resolved", "dismissed"]}}, USER_HEADER],
@@ -79,7 +81,7 @@ paths["/v1/reports"] = {"get": op("reports", "Reports, newest first, optionally 
 paths["/v1/reports/{reportId}/resolve"] = {"post": op("resolveReport", "Resolve or dismiss an open report (app token).",
     [path_param("reportId", "^[A-Za-z0-9_]{1,64}$", "The report's id."), USER_HEADER],
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {
-        "status": {"type": "string", "enum": ["resolved", "dismissed"]}, "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
+        "status": {"type": "string", "enum": ["resolved", "dismissed"]}, "note": {"type": ["string", "null"], "maxLength": 1000, "pattern": NO_NUL}}}}}},
     ok={"200": dict(description="The report as resolved.", **json_body(ref("Report")))}, errors=(400, 401, 403, 404, 405))}
 paths["/v1/banks"] = {"get": op("banks", "PDQ hash banks with their action, threshold and size (app token).", [USER_HEADER],
     ok={"200": dict(description="The banks.", **json_body({"type": "object", "required": ["banks"], "properties": {
@@ -111,8 +113,8 @@ paths["/v1/users/{userId}/follows/{otherId}"] = {
     "delete": op("unfollowREST", "userId stops following otherId (app token); 409 when they are the same user.", [user_id, other_id, USER_HEADER],
                  ok={"200": dict(description="Not following.", **PAIR_STATE)}, errors=(400, 401, 403, 405, 409)),
 }
-paths["/v1/users/{userId}/profile"] = {"put": op("profile", "What the rules know of a user: message privacy, account creation, trusted reporter (app token). Absent or null fields stay as they were.",
-    [user_id, USER_HEADER], {"required": True, "content": {"application/json": {"schema": {"type": "object", "properties": {
+paths["/v1/users/{userId}/profile"] = {"put": op("profile", "What the rules know of a user: message privacy, account creation, trusted reporter (app token). Absent or null fields stay as they were; an unknown field is refused (400).",
+    [user_id, USER_HEADER], {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {
         "messagePrivacy": {"type": ["string", "null"], "enum": ["anyone", "followers", None]},
         "createdAt": {"type": ["number", "null"], "minimum": 0, "maximum": 4102444800, "description": "When the account was made, Unix seconds."},
         "trusted": {"type": ["boolean", "null"]}}}}}},
@@ -170,9 +172,9 @@ functions["detectPriority"] = ("detectPriority", "Seed 004's detectPriority: how
     callable_ok(ref("Priority")), (400, 401, 404, 405, 429))
 functions["submit_report"] = ("submitReport", "Seed 000's submit_report.",
     callable_body({"type": "object", "required": ["messageId", "category"], "properties": {
-        "messageId": {"type": "string", "minLength": 1, "maxLength": 256},
+        "messageId": {"type": "string", "minLength": 1, "maxLength": 256, "pattern": NO_NUL},
         "category": {"type": "string", "enum": ["spam", "harassment", "inappropriate", "other"]},
-        "description": {"type": ["string", "null"], "maxLength": 1000}}}),
+        "description": {"type": ["string", "null"], "maxLength": 1000, "pattern": NO_NUL}}}),
     callable_ok(ref("ReportResult")), (400, 401, 404, 405, 429))
 functions["get_rate_limits"] = ("getRateLimits", "Seed 000's get_rate_limits for the calling user (called with `call(nil)`: data may be null or absent).",
     {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"data": {"type": ["object", "null"], "maxProperties": 0}}}}}},
@@ -188,7 +190,7 @@ functions["deleteProfilePicture"] = ("deleteProfilePicture", "Seed 004's deleteP
 functions["reportUser"] = ("reportUser", "Seed 004's reportUser: a report on a user, for review.",
     callable_body({"type": "object", "required": ["reporterID", "reportedID", "reason"], "properties": {
         "reporterID": {"type": "string", "pattern": ID}, "reportedID": {"type": "string", "pattern": ID},
-        "reason": {"type": "string", "minLength": 1, "maxLength": 1000}}}),
+        "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NO_NUL}}}),
     callable_ok(ref("ReportResult")), (400, 401, 403, 404, 405, 429))
 
 PAIR = callable_body({"type": "object", "properties": {

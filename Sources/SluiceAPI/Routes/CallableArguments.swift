@@ -28,7 +28,6 @@ struct CallableResult<T: Encodable>: Encodable {
 extension CallableArguments {
     /// The request body's `data`, or the envelope's message naming what was wrong.
     static func decode(_ body: ByteBuffer) throws -> Self {
-        try APIValidation.refuseNUL(body)
         do {
             // No body at all is `{}`: no `data`.
             let json = body.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: body)
@@ -90,6 +89,8 @@ struct SubmitReportArguments: CallableArguments {
         if let description, description.unicodeScalars.count > 1000 {
             throw APIError(.invalidArgument, "data.description is \(description.unicodeScalars.count) characters, over 1000")
         }
+        try APIValidation.refuseNUL(messageId, "data.messageId")
+        try APIValidation.refuseNUL(description, "data.description")
         return self
     }
 }
@@ -112,6 +113,7 @@ struct ReportUserArguments: CallableArguments {
             throw APIError(.invalidArgument, Self.problem(with: field))
         }
         guard (1...1000).contains(reason.unicodeScalars.count) else { throw APIError(.invalidArgument, Self.problem(with: "reason")) }
+        try APIValidation.refuseNUL(reason, "data.reason")
         return self
     }
 }

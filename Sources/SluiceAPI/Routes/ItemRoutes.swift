@@ -139,10 +139,10 @@ struct ItemRoutes {
             throw APIError(.permissionDenied, "an appeal is made by the item's owner: a user token, or an app token with X-User-Id")
         }
         let body = try await request.body.collect(upTo: 64 * 1024)
-        try APIValidation.refuseNUL(body)
         guard let appeal = try? JSONDecoder().decode(AppealBody.self, from: body) else {
             throw APIError(.invalidArgument, "body must be {\"message\": string}")
         }
+        try APIValidation.refuseNUL(appeal.message, "message")
         let message = appeal.message.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...1000).contains(message.unicodeScalars.count) else { throw APIError(.invalidArgument, "message must be 1-1000 characters") }
         guard let item = try await services.store.item(id), item.userId == user else {
@@ -271,26 +271,11 @@ struct ItemResponse: Encodable {
 
 /// Checks on ids from URLs and bodies, with the envelope's message.
 enum APIValidation {
-    /// A JSON body with a NUL (`\u0000`) in a string is refused: a store would cut the text there (SQLite) or refuse
-    /// it (PostgreSQL), so a report, note or appeal would be kept shorter than it was sent. Escapes are read as JSON
-    /// reads them (`\\u0000` is a backslash and text).
-    static func refuseNUL(_ body: ByteBuffer) throws {
-        let found = body.withUnsafeReadableBytes { bytes -> Bool in
-            var index = 0
-            while index < bytes.count {
-                guard bytes[index] == UInt8(ascii: "\\") else {
-                    index += 1
-                    continue
-                }
-                if index + 5 < bytes.count, bytes[index + 1] == UInt8(ascii: "u"),
-                   bytes[(index + 2)...(index + 5)].allSatisfy({ $0 == UInt8(ascii: "0") }) {
-                    return true
-                }
-                index += 2
-            }
-            return false
-        }
-        if found { throw APIError(.invalidArgument, "text may not contain a NUL character (\\u0000)") }
+    /// A text that is stored (a report's description, an appeal, a note) may not hold a NUL (`\u0000`): a store would
+    /// cut the text there (SQLite) or refuse it (PostgreSQL), so it would be kept shorter than it was sent. Fields
+    /// that are only read are not checked (`validate_text` judges a NUL as an invisible character).
+    static func refuseNUL(_ value: String?, _ field: String) throws {
+        if let value, value.utf8.contains(0) { throw APIError(.invalidArgument, "\(field) may not contain a NUL character (\\u0000)") }
     }
 
     static func segment(_ value: String, _ role: String) throws {

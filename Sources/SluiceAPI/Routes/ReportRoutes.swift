@@ -46,7 +46,6 @@ struct ReportRoutes {
             throw APIError(.invalidArgument, "reportId \"\(Identifiers.printable(reportId))\" is not a report id")
         }
         let body = try await request.body.collect(upTo: 64 * 1024)
-        try APIValidation.refuseNUL(body)
         let resolution: Resolution
         do {
             resolution = try JSONDecoder().decode(Resolution.self, from: body)
@@ -56,6 +55,7 @@ struct ReportRoutes {
         guard let status = ReportStatus(rawValue: resolution.status), status != .open else {
             throw APIError(.invalidArgument, "status must be resolved or dismissed")
         }
+        try APIValidation.refuseNUL(resolution.note, "note")
         if let note = resolution.note, note.unicodeScalars.count > 1000 {
             throw APIError(.invalidArgument, "note is \(note.unicodeScalars.count) characters, over 1000")
         }
