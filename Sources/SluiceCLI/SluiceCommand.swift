@@ -57,19 +57,13 @@ struct CommonOptions: ParsableArguments {
 
     /// `--log-level`, else `SLUICE_LOG_LEVEL`, else nil; a word that is not a level is refused, named.
     func requestedLevel() throws -> Logger.Level? {
-        if let raw = logLevel {
-            guard let level = Logger.Level(rawValue: raw.lowercased()) else {
-                throw ValidationError("--log-level \"\(raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return level
+        let given = logLevel.map { (raw: $0, from: "--log-level") }
+            ?? ProcessInfo.processInfo.environment["SLUICE_LOG_LEVEL"].map { (raw: $0, from: "SLUICE_LOG_LEVEL") }
+        guard let given else { return nil }
+        guard let level = Logger.Level(rawValue: given.raw.lowercased()) else {
+            throw ValidationError("\(given.from) \"\(given.raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        if let raw = ProcessInfo.processInfo.environment["SLUICE_LOG_LEVEL"] {
-            guard let level = Logger.Level(rawValue: raw.lowercased()) else {
-                throw ValidationError("SLUICE_LOG_LEVEL \"\(raw)\" is not a level; allowed: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return level
-        }
-        return nil
+        return level
     }
 
     func bootstrapLogging(default fallback: Logger.Level) throws {

@@ -116,9 +116,15 @@ enum TextNormalizer {
         value < 0x09 || (0x0E...0x1F).contains(value) || value == 0x7F || ((0x80...0x9F).contains(value) && value != 0x85)
     }
 
+    /// An invisible character belongs to the character right before it (not a separator), so a match (and its
+    /// censoring) covers it; with none before it, it is dropped.
+    private static func joinPrevious(end: Int32, start: Int32, units: inout [Unit]) {
+        if let last = units.indices.last, units[last].end == start, units[last].kind != .separator { units[last].end = end }
+    }
+
     private static func appendFolded(_ scalar: Unicode.Scalar, start: Int32, end: Int32, into units: inout [Unit]) {
         if isInvisibleControl(scalar.value) {
-            if let last = units.indices.last, units[last].end == start, units[last].kind != .separator { units[last].end = end }
+            joinPrevious(end: end, start: start, units: &units)
             return
         }
         if scalar.isASCII {
@@ -146,10 +152,9 @@ enum TextNormalizer {
             if properties.generalCategory == .control {
                 // NEL (U+0085), the one control left here (the others are invisible, above): a line break.
                 units.append(Unit(char: 0x20, kind: .separator, start: start, end: end))
-            } else if let last = units.indices.last, units[last].end == start, units[last].kind != .separator {
+            } else {
                 // Invisible: zero-width joiners, soft hyphen, bidi controls, combining marks (diacritics, zalgo).
-                // They belong to the character before them, so a match (and its censoring) covers them.
-                units[last].end = end
+                joinPrevious(end: end, start: start, units: &units)
             }
             return
         case .spaceSeparator, .lineSeparator, .paragraphSeparator:

@@ -44,15 +44,20 @@ extension KeyedDecodingContainer {
             return try body()
         } catch let error as ConfigurationError {
             throw error
-        } catch let error as DecodingError {
+        } catch let error as DecodingError where !(error.isDataCorruption && PipelineConfig.keyPath(of: error).isEmpty) {
             let path = PipelineConfig.keyPath(of: error)
-            if case .dataCorrupted = error, path.isEmpty {
-                throw ConfigurationError.badValue(key: PipelineConfig.keyPath(codingPath + [key]), reason: "expected \(PipelineConfig.typeName(expected))")
-            }
             throw ConfigurationError.badValue(key: path.isEmpty ? PipelineConfig.keyPath(codingPath + [key]) : path,
                                               reason: PipelineConfig.reason(of: error))
         } catch {
+            // A parse error of JSONDecoder's own, or a data-corrupted error without a path: the value at this key.
             throw ConfigurationError.badValue(key: PipelineConfig.keyPath(codingPath + [key]), reason: "expected \(PipelineConfig.typeName(expected))")
         }
+    }
+}
+
+extension DecodingError {
+    var isDataCorruption: Bool {
+        if case .dataCorrupted = self { return true }
+        return false
     }
 }
