@@ -54,11 +54,11 @@ struct WebhooksCommand: AsyncParsableCommand {
             let config = try common.loadConfig().config
             guard failed || !ids.isEmpty else { throw ValidationError("name delivery ids, or use --failed") }
             let store = try await Services.store(config: config)
-            // Only failed deliveries are sent again: name the ids that are not (unknown, pending or delivered).
-            let failedBefore = failed ? [] : Set(try await store.webhookDeliveries(state: .failed, limit: Int(Int32.max)).map(\.id))
-            let count = try await store.retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
-            print("\(count) deliveries will be sent again by the daemon (or `sluice webhooks deliver`)")
-            let skipped = failed ? [] : ids.filter { !failedBefore.contains($0) }
+            // Only failed deliveries are sent again: name the ids that were not (unknown, pending or delivered).
+            let retried = try await store.retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
+            print("\(retried.count) deliveries will be sent again by the daemon (or `sluice webhooks deliver`)")
+            let requeued = Set(retried)
+            let skipped = failed ? [] : ids.filter { !requeued.contains($0) }
             if !skipped.isEmpty {
                 throw CLIError(message: "not failed deliveries, left as they are (unknown, pending or delivered): \(skipped.joined(separator: ", "))")
             }

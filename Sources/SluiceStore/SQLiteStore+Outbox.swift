@@ -156,19 +156,18 @@ extension SQLiteStore {
         }
     }
 
-    public func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> Int {
+    public func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> [String] {
         try await write("retry webhook deliveries") { db in
             guard let ids else {
-                try db.execute(sql: "UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = ? WHERE state = 'failed'", arguments: [date])
-                return db.changesCount
+                return try String.fetchAll(db, sql: "UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = ? WHERE state = 'failed' RETURNING id",
+                                           arguments: [date])
             }
-            var changed = 0
+            var retried: [String] = []
             for chunk in ids.chunked(500) {
-                try db.execute(sql: "UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = ? WHERE state = 'failed' AND id IN (\(Self.placeholders(chunk.count)))",
-                               arguments: StatementArguments([date] + Array(chunk)))
-                changed += db.changesCount
+                retried += try String.fetchAll(db, sql: "UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = ? WHERE state = 'failed' AND id IN (\(Self.placeholders(chunk.count))) RETURNING id",
+                                               arguments: StatementArguments([date] + Array(chunk)))
             }
-            return changed
+            return retried
         }
     }
 

@@ -209,6 +209,13 @@ import Testing
                 #expect(response.status == .forbidden)
             }
             #expect(try await store.item("u1/a")?.status == .review)
+            // A note with a NUL is refused with a page naming it; nothing is decided.
+            try await client.execute(uri: "/console/decide/u1/a", method: .post, headers: rita.headers(Self.formType),
+                                     body: Self.form([("csrf", csrf), ("action", "approve"), ("note", "ok\u{0}hidden")])) { response in
+                #expect(response.status == .badRequest)
+                #expect(String(buffer: response.body).contains("NUL"))
+            }
+            #expect(try await store.item("u1/a")?.status == .review)
             // Approve: outputs written exactly as the CLI path; the next item is focused.
             try await client.execute(uri: "/console/decide/u1/a", method: .post, headers: rita.headers(Self.formType),
                                      body: Self.form([("csrf", csrf), ("action", "approve"), ("note", "fine <b>"), ("next", "u1/b")])) { response in

@@ -213,6 +213,7 @@ struct ConsoleRoutes {
     func decide(_ request: Request, context: APIContext) async throws -> Response {
         let (reviewer, _, fields) = try await requireForm(request, context: context) as (Reviewer, ConsoleSession, [String: String])
         let id = try Self.itemID(context)
+        if let problem = Self.noteProblem(fields["note"]) { return pages.error(.badRequest, problem) }
         let note = Self.note(fields["note"])
         let back = Self.safeQuery(fields["back"])
         let outcome = try await decideOne(id, action: fields["action"] ?? "", note: note, reviewer: reviewer)
@@ -277,6 +278,7 @@ struct ConsoleRoutes {
         guard let action = fields["action"], action == "approve" || action == "block" else {
             return pages.error(.badRequest, "Bulk actions are approve and block.")
         }
+        if let problem = Self.noteProblem(fields["note"]) { return pages.error(.badRequest, problem) }
         let back = Self.safeQuery(fields["back"])
         let prefix = "/console/?" + (back.isEmpty ? "" : back + "&")
         guard !ids.isEmpty else { return Self.redirect(prefix + "flash=" + Self.percent("nothing selected")) }
@@ -335,6 +337,7 @@ struct ConsoleRoutes {
         guard let status = fields["status"].flatMap(ReportStatus.init(rawValue:)), status != .open else {
             return pages.error(.badRequest, "Resolve or dismiss.")
         }
+        if let problem = Self.noteProblem(fields["note"]) { return pages.error(.badRequest, problem) }
         guard try await services.store.resolveReport(reportId, status: status, by: reviewer.name, note: Self.note(fields["note"]), at: now()) else {
             return pages.error(.notFound, "No open report \(Identifiers.printable(reportId)).")
         }
@@ -495,6 +498,13 @@ struct ConsoleRoutes {
 
     static func itemHref(_ id: ItemID) -> String {
         "/console/items/" + id.rawValue.split(separator: "/").map { percent(String($0)) }.joined(separator: "/")
+    }
+
+    /// A note is stored with the decision or report: like the API's stored texts it may not hold a NUL, which a
+    /// store would keep cut short or refuse.
+    static func noteProblem(_ raw: String?) -> String? {
+        guard let raw, raw.utf8.contains(0) else { return nil }
+        return "The note may not contain a NUL character (\\u0000)."
     }
 
     static func note(_ raw: String?) -> String? {

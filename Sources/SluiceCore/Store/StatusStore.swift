@@ -114,8 +114,9 @@ public protocol StatusStore: Sendable {
     func recordWebhookAttempt(_ id: String, outcome: WebhookAttemptOutcome, at date: Date) async throws(StoreError)
     /// Newest first, optionally one state.
     func webhookDeliveries(state: WebhookDeliveryState?, limit: Int) async throws(StoreError) -> [WebhookDelivery]
-    /// Makes failed deliveries (these ids, or all when nil) pending again, due now; returns how many.
-    func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> Int
+    /// Makes failed deliveries (these ids, or all when nil) pending again, due now; returns the ids it made pending
+    /// (an id that was unknown, pending or delivered is not among them).
+    func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> [String]
 
     // MARK: Review console
 

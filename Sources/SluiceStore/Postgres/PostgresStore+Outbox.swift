@@ -247,22 +247,18 @@ extension PostgresStore {
         return try decodingOutbox("list webhook deliveries") { try found.compactMap(Self.delivery) }
     }
 
-    public func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> Int {
+    public func retryWebhookDeliveries(ids: [String]?, at date: Date) async throws(StoreError) -> [String] {
         let found: [PostgresRow]
         if let ids {
             found = try await rows("retry webhook deliveries", """
-                WITH retried AS (
-                    UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = \(date) WHERE state = 'failed' AND id = ANY(\(ids)) RETURNING 1
-                )
-                SELECT COUNT(*)::bigint FROM retried
+                UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = \(date) WHERE state = 'failed' AND id = ANY(\(ids)) RETURNING id
                 """)
         } else {
             found = try await rows("retry webhook deliveries", """
-                WITH retried AS (UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = \(date) WHERE state = 'failed' RETURNING 1)
-                SELECT COUNT(*)::bigint FROM retried
+                UPDATE webhookDelivery SET state = 'pending', nextAttemptAt = \(date) WHERE state = 'failed' RETURNING id
                 """)
         }
-        return try decodingOutbox("retry webhook deliveries") { try found.first?.decode(Int.self) ?? 0 }
+        return try decodingOutbox("retry webhook deliveries") { try found.map { try $0.decode(String.self) } }
     }
 
     private static let deliveryColumns = "id, webhook, event, payload, state, attempts, nextAttemptAt, lastError, createdAt, deliveredAt"
