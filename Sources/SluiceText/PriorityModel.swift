@@ -2,8 +2,10 @@ import Foundation
 import SluiceCore
 
 /// A linear band classifier read from `Wordlists/priority-{language}.model.json`, as `scripts/train-priority-model`
-/// trains it with scikit-learn: TF-IDF over word 1–2-grams and over character 3–5-grams inside words (`char_wb`),
-/// each part L2-normalised, then multinomial logistic regression. The features are computed here exactly as
+/// trains it with scikit-learn: TF-IDF over word 1–2-grams and over character 3–5-grams inside words (`char_wb`) of
+/// the message and its context, and over word 1–2-grams of the message alone when it follows a context (so "sorted"
+/// after an alarm can weigh otherwise than "sorted" on its own), each part L2-normalised, then multinomial logistic
+/// regression. The features are computed here exactly as
 /// scikit-learn computes them (lowercase, `\w\w+` words, words padded with a space for character n-grams,
 /// `1 + ln(tf)`), so a message gets the band the training script reports (`Tests/Fixtures/priority/model-expected.jsonl`).
 public struct PriorityModel: Sendable {
@@ -20,6 +22,8 @@ public struct PriorityModel: Sendable {
     let intercepts: [Double]
     let words: Part
     let chars: Part
+    /// Words of the message itself, only when it has a context.
+    let followUpWords: Part
 
     private struct File: Decodable {
         struct Part: Decodable {
@@ -32,6 +36,7 @@ public struct PriorityModel: Sendable {
         var intercepts: [Double]
         var words: Part
         var chars: Part
+        var followUpWords: Part
     }
 
     /// Loads `priority-{language}.model.json` from the wordlists folder.
@@ -68,7 +73,7 @@ public struct PriorityModel: Sendable {
             throw WordlistError(source: url.path, line: nil, message: "bands must be high, medium and low, not \(file.bands)")
         }
         return PriorityModel(bands: file.bands, intercepts: file.intercepts, words: try part(file.words, "words"),
-                             chars: try part(file.chars, "chars"))
+                             chars: try part(file.chars, "chars"), followUpWords: try part(file.followUpWords, "followUpWords"))
     }
 
     /// The text the model reads: the message, then its conversation context when there is one.
@@ -87,6 +92,10 @@ public struct PriorityModel: Sendable {
         add(words, &columns, to: &scores)
         Self.charGrams(document) { hash in if let column = chars.columns[hash] { columns.append(column) } }
         add(chars, &columns, to: &scores)
+        if let context, !context.isEmpty {
+            Self.wordGrams(Self.lowercased(text)) { hash in if let column = followUpWords.columns[hash] { columns.append(column) } }
+            add(followUpWords, &columns, to: &scores)
+        }
         let top = scores.max() ?? 0
         let exponentials = scores.map { exp($0 - top) }
         let sum = exponentials.reduce(0, +)

@@ -1,6 +1,6 @@
 """Leave-one-writer-out cross-validation of the priority model engine (how README's limits and C were chosen).
 
-    .venv-priority-model/bin/python scripts/priority_model/cv.py --sluice .build/debug/sluice [--C 10] [--limits 0.13/0.95,0.15/0.95]
+    .venv-priority-model/bin/python scripts/priority_model/cv.py --sluice .build/debug/sluice [--C 10] [--limits 0.13/0.9,0.13/0.95]
 
 Each tune file was written by a different writer: for each file, the model (the same features as train.py) is trained
 on all the other tune files and scores the one left out; the engine's combination (ModelPriorityEngine) is applied
@@ -21,15 +21,15 @@ import tempfile
 
 import numpy as np
 
-from features import C, FIXTURES, document, load, model as priority_model
+from features import C, FIXTURES, inputs, load, model as priority_model
 
 # Tune files that were written as held-out files (README's table): the folds that look like a new held-out file.
-WRITTEN_AS_HELD_OUT = ["tune-7", "tune-8", "tune-9", "tune-12", "tune-13", "tune-16", "tune-17", "tune-18", "tune-19", "tune-20", "tune-21"]
+WRITTEN_AS_HELD_OUT = ["tune-7", "tune-8", "tune-9", "tune-12", "tune-13", "tune-16", "tune-17", "tune-18", "tune-19", "tune-20", "tune-21", "tune-22", "tune-23"]
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--sluice", required=True, help="a built sluice binary (for the rules engine's bands)")
 parser.add_argument("--C", type=float, default=C)
-parser.add_argument("--limits", default="0.13/0.95,0.15/0.95,0.25/0.95")
+parser.add_argument("--limits", default="0.08/0.95,0.1/0.95,0.13/0.95,0.13/0.9,0.16/0.9,0.13/0.85")
 parser.add_argument("--language", default="en")
 args = parser.parse_args()
 
@@ -67,9 +67,9 @@ results = {"model alone": {}} | {f"limits {o} / {c}": {} for o, c in limits}
 for held, test in files.items():
     train = [line for name, lines in files.items() if name != held for line in lines]
     model = priority_model(args.C)
-    model.fit([document(line) for line in train], [line["band"] for line in train])
+    model.fit(inputs(train), [line["band"] for line in train])
     classes = list(model[-1].classes_)
-    rows = model.predict_proba([document(line) for line in test])
+    rows = model.predict_proba(inputs(test))
     predicted = [classes[int(np.argmax(row))] for row in rows]
 
     def score(bands):

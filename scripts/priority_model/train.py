@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from features import FIXTURES, document, load, model as priority_model
+from features import FIXTURES, inputs, load, model as priority_model
 
 check = "--check" in sys.argv[1:]
 arguments = [argument for argument in sys.argv[1:] if argument != "--check"]
@@ -14,8 +14,8 @@ language = arguments[0] if arguments else "en"
 tune_files = sorted(glob.glob(f"{FIXTURES}/tune*.jsonl"))
 train = [line for path in tune_files for line in load(path)]
 model = priority_model()
-model.fit([document(line) for line in train], [line["band"] for line in train])
-words, chars = (transformer for _, transformer in model[0].transformer_list)
+model.fit(inputs(train), [line["band"] for line in train])
+words, chars, follow_up_words = (model[0].named_transformers_[name] for name in ("words", "chars", "followUpWords"))
 classifier = model[-1]
 
 
@@ -39,7 +39,7 @@ for path in sorted(glob.glob(f"{FIXTURES}/*.jsonl")):
     if path.endswith("model-expected.jsonl"):
         continue
     lines = load(path)
-    probabilities = model.predict_proba([document(line) for line in lines])
+    probabilities = model.predict_proba(inputs(lines))
     for line, row in zip(lines, probabilities):
         expected.append({"id": line["id"], "band": str(classifier.classes_[int(np.argmax(row))]),
                          "probabilities": {str(band): round(float(p), 6) for band, p in zip(classifier.classes_, row)}})
@@ -68,11 +68,12 @@ if check:
 
 exported = {
     "about": "Priority band model trained by scripts/train-priority-model from " + ", ".join(tune_files)
-             + " (the project's own labelled messages). TF-IDF word 1-2-grams and char_wb 3-5-grams, logistic regression.",
+             + " (the project's own labelled messages). TF-IDF word 1-2-grams and char_wb 3-5-grams of the message and its context, word 1-2-grams of a follow-up's own message, logistic regression.",
     "bands": [str(band) for band in classifier.classes_],
     "intercepts": [short(value) for value in classifier.intercept_],
     "words": part(words, 0),
     "chars": part(chars, len(words.vocabulary_)),
+    "followUpWords": part(follow_up_words, len(words.vocabulary_) + len(chars.vocabulary_)),
 }
 with open(f"Wordlists/priority-{language}.model.json", "w", encoding="utf-8") as handle:
     json.dump(exported, handle, ensure_ascii=False, separators=(",", ":"))
@@ -81,5 +82,5 @@ with open(f"{FIXTURES}/model-expected.jsonl", "w", encoding="utf-8") as handle:
     for row in expected:
         handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 print(f"trained on {len(train)} lines from {len(tune_files)} files; "
-      f"{len(words.vocabulary_)} word and {len(chars.vocabulary_)} character features; wrote Wordlists/priority-{language}.model.json "
+      f"{len(words.vocabulary_)} word, {len(chars.vocabulary_)} character and {len(follow_up_words.vocabulary_)} follow-up word features; wrote Wordlists/priority-{language}.model.json "
       f"and {FIXTURES}/model-expected.jsonl ({len(expected)} lines)")
