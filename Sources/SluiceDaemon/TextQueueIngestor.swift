@@ -140,7 +140,7 @@ public struct TextQueueIngestor: Sendable {
         }
         let summary = run.summary
         guard await stillHeld() else { throw ClaimLost() }
-        try FileOps.move(file, to: doneDestination(for: name))
+        try FileOps.moveKeepingExisting(file, to: { doneDestination(for: name, copy: $0) })
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)",
                                                         "superseded": "\(summary.superseded)"])
@@ -148,13 +148,11 @@ public struct TextQueueIngestor: Sendable {
     }
 
     /// Where a finished file goes in done/: its own name, or, when an earlier file of that name is there (a writer
-    /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced.
-    func doneDestination(for name: String) -> URL {
-        let plain = done.appendingPathComponent(name)
-        guard FileType(at: plain) != .missing else { return plain }
+    /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced (`copy` is 1 for the
+    /// name itself; the move takes the first that is free, atomically).
+    func doneDestination(for name: String, copy: Int) -> URL {
+        guard copy > 1 else { return done.appendingPathComponent(name) }
         let stem = name.hasSuffix(".jsonl") ? String(name.dropLast(6)) : name
-        var copy = 2
-        while FileType(at: done.appendingPathComponent("\(stem).\(copy).jsonl")) != .missing { copy += 1 }
         return done.appendingPathComponent("\(stem).\(copy).jsonl")
     }
 

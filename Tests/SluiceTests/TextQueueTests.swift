@@ -167,6 +167,8 @@ import Testing
         #expect(kept.map { $0.contains("file 1") } == [true, false, false])
         #expect(kept.map { $0.contains("file 2") } == [false, true, false])
         #expect(kept.map { $0.contains("file 3") } == [false, false, true])
+        // Moved, not copied: the queue folder no longer holds the name.
+        #expect(FileType(at: root.file("queues/text/z.jsonl")) == .missing)
     }
 
     /// The daemon stores the whole priority answer, seed 004's optional fields included, as `sluice priority` and the

@@ -88,6 +88,42 @@ public enum FileOps {
         syncFolder(source.deletingLastPathComponent())
     }
 
+    /// Moves `source` to the first of `candidates(1)`, `candidates(2)`, … that does not exist, without ever replacing
+    /// a file: each is taken with link(2), which fails when the name exists (so a file another process put there
+    /// between a check and a rename cannot be overwritten), then the source name is removed. A crash between the two
+    /// leaves the file under both names, never under none. Returns where it went. On a file system without hard links it
+    /// checks and renames instead.
+    @discardableResult
+    public static func moveKeepingExisting(_ source: URL, to candidates: (Int) -> URL) throws(FileOpError) -> URL {
+        var attempt = 1
+        while true {
+            let destination = candidates(attempt)
+            try makeFolder(destination.deletingLastPathComponent())
+            if link(source.path, destination.path) == 0 {
+                syncFolder(destination.deletingLastPathComponent())
+                if unlink(source.path) != 0, errno != ENOENT { throw FileOpError("remove", source.path) }
+                syncFolder(source.deletingLastPathComponent())
+                return destination
+            }
+            let code = errno
+            guard attempt < 100_000 else { throw FileOpError("move \(source.path) to", destination.path, errno: code) }
+            if code == EEXIST {
+                attempt += 1
+            } else if code == EPERM || code == ENOTSUP || code == EOPNOTSUPP || code == EMLINK {
+                // A file system without hard links: check, then rename (the race is back, but only there).
+                if FileType(at: destination) == .missing {
+                    if rename(source.path, destination.path) != 0 { throw FileOpError("move \(source.path) to", destination.path) }
+                    syncFolder(destination.deletingLastPathComponent())
+                    syncFolder(source.deletingLastPathComponent())
+                    return destination
+                }
+                attempt += 1
+            } else {
+                throw FileOpError("move \(source.path) to", destination.path, errno: code)
+            }
+        }
+    }
+
     public static func remove(_ file: URL) throws(FileOpError) {
         if unlink(file.path) != 0, errno != ENOENT { throw FileOpError("remove", file.path) }
         syncFolder(file.deletingLastPathComponent())
