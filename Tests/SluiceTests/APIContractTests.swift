@@ -276,7 +276,7 @@ import Testing
         let paths = try #require(spec["paths"] as? [String: [String: Any]])
         var described = Set<String>()
         for (path, operations) in paths {
-            for (method, operation) in operations where ["get", "post", "put", "delete", "patch"].contains(method) {
+            for (method, operation) in operations where ["get", "head", "post", "put", "delete", "patch"].contains(method) {
                 described.insert("\(method.uppercased()) \(path)")
                 let responses = (operation as? [String: Any])?["responses"] as? [String: Any] ?? [:]
                 #expect(responses.keys.contains { $0.hasPrefix("2") }, "\(method) \(path) documents no success")

@@ -155,6 +155,16 @@ import Testing
                     #expect(response.status == status, "If-None-Match: \(value)")
                 }
             }
+            // HEAD: the same status and headers, the length, no body.
+            let size = try Data(contentsOf: root.file("approved/alice/a.jpg")).count
+            try await client.execute(uri: "/v1/images/approved/alice/a.jpg", method: .head, headers: token) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.eTag] == etag && response.headers[.contentLength] == String(size))
+                #expect(response.body.readableBytes == 0)
+            }
+            try await client.execute(uri: "/v1/images/review/alice/r.png", method: .head, headers: token) { response in
+                #expect(response.status == .notFound)
+            }
             try await client.execute(uri: "/v1/images/thumbnails/alice/a.jpg", method: .get, headers: token) { response in
                 #expect(response.status == .ok)
                 #expect(JPEGInspector.dimensions(Data(buffer: response.body)).map { max($0.width, $0.height) } == 200)

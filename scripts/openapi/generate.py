@@ -135,6 +135,11 @@ paths["/v1/images/{folder}/{userId}/{file}"] = {"get": op("image", "An approved 
     ok={"200": {"description": "The JPEG.", "headers": {"ETag": {"schema": {"type": "string"}}}, "content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
         "304": {"description": "Not modified (If-None-Match)."}},
     errors=(400, 401, 404, 405))}
+paths["/v1/images/{folder}/{userId}/{file}"]["head"] = op("imageHead", "The same status and headers as GET (ETag, Content-Length), without the image.",
+    paths["/v1/images/{folder}/{userId}/{file}"]["get"]["parameters"],
+    ok={"200": {"description": "The JPEG exists and may be read.", "headers": {"ETag": {"schema": {"type": "string"}}, "Content-Length": {"schema": {"type": "integer"}}}},
+        "304": {"description": "Not modified (If-None-Match)."}},
+    errors=(400, 401, 404, 405))
 
 IMAGE_TYPES = ["image/jpeg", "image/png", "image/webp", "image/gif"]
 upload_body = {"required": True, "description": "The image (at most limits.maxBytes; checked by its magic bytes).",

@@ -5,17 +5,19 @@ import NIOCore
 import SluiceCore
 
 /// `GET /v1/images/{approved|thumbnails}/{userId}/{imageId}.jpg`: approved outputs only, never anything pending,
-/// in review, quarantined or rejected; `ETag` and 304.
+/// in review, quarantined or rejected; `ETag` and 304. `HEAD` answers the same status and headers (with the length)
+/// without the body, for caches and link checkers.
 struct FileRoutes {
     let services: APIServices
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
-        routes.get("/v1/images/:folder/:userId/:file", use: image)
+        routes.get("/v1/images/:folder/:userId/:file", use: { try await image($0, context: $1, head: false) })
+        routes.head("/v1/images/:folder/:userId/:file", use: { try await image($0, context: $1, head: true) })
         return routes
     }
 
-    func image(_ request: Request, context: APIContext) async throws -> Response {
+    func image(_ request: Request, context: APIContext, head: Bool) async throws -> Response {
         let folder = try context.pathParameter("folder")
         let userId = try context.pathParameter("userId")
         let file = try context.pathParameter("file")
@@ -38,6 +40,10 @@ struct FileRoutes {
         if matches {
             headers[.contentType] = nil
             return Response(status: .notModified, headers: headers)
+        }
+        if head {
+            headers[.contentLength] = String(data.count)
+            return Response(status: .ok, headers: headers)
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
