@@ -12,6 +12,8 @@ public final class FakeTokenIssuer: Sendable {
         public var exp: ExpirationClaim?
         public var iss: IssuerClaim?
         public var aud: AudienceClaim?
+        /// A custom claim some issuers add (an app's own user id).
+        public var uid: String?
 
         public func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
@@ -58,9 +60,9 @@ public final class FakeTokenIssuer: Sendable {
     public func stop() { box.withLock { $0 }?.stop() }
 
     /// A token signed with the RSA key (`kid` "rsa-1") or the EC key ("ec-1").
-    public func token(sub: String?, expires: Date, issuer: String?, audience: String?, kid: String = "rsa-1") async throws -> String {
+    public func token(sub: String?, expires: Date, issuer: String?, audience: String?, kid: String = "rsa-1", uid: String? = nil) async throws -> String {
         let claims = Claims(sub: sub.map(SubjectClaim.init(value:)), exp: ExpirationClaim(value: expires),
-                            iss: issuer.map(IssuerClaim.init(value:)), aud: audience.map { AudienceClaim(value: [$0]) })
+                            iss: issuer.map(IssuerClaim.init(value:)), aud: audience.map { AudienceClaim(value: [$0]) }, uid: uid)
         return try await keys.sign(claims, kid: JWKIdentifier(string: kid))
     }
 

@@ -63,7 +63,7 @@ import Testing
                 (try await idp.token(sub: "alice", expires: soon, issuer: Self.issuer, audience: "other-project"), "JWT audience is not \(Self.project)"),
                 (try await idp.token(sub: nil, expires: soon, issuer: Self.issuer, audience: Self.project), "JWT has no sub"),
                 (try await idp.token(sub: "../evil", expires: soon, issuer: Self.issuer, audience: Self.project),
-                 "JWT sub \"../evil\" has characters outside [A-Za-z0-9_-]"),
+                 "JWT sub \"../evil\" has characters outside [A-Za-z0-9_-] (api.auth.userIdClaim can name another claim that holds the user id)"),
                 (FakeTokenIssuer.emulatorToken(sub: "alice", expires: soon, issuer: Self.issuer, audience: Self.project), "JWT must use alg RS256 or ES256"),
                 (APITests.jwt(sub: "alice", exp: soon.timeIntervalSince1970), "JWT must use alg RS256 or ES256"),
                 ("not.a.jwt", "bearer token is neither an app token nor a JWT"),
@@ -81,6 +81,46 @@ import Testing
             try await call("\(parts[0]).\(forgedPayload).\(parts[2])") { response in
                 #expect(Self.status(response).message == "JWT signature is invalid")
             }
+        }
+    }
+
+    /// An issuer whose subjects cannot be user ids (Auth0's `auth0|…`): `api.auth.userIdClaim` names the claim that
+    /// holds the user id instead; a token without it is refused, naming the claim.
+    @Test func anotherClaimCanHoldTheUserId() async throws {
+        let root = try TemporaryDataRoot()
+        let idp = try await FakeTokenIssuer.start()
+        defer { idp.stop() }
+        let app = try await application(root) { auth in
+            auth.jwksURL = idp.jwksURL
+            auth.issuer = "https://tenant.auth0.test/"
+            auth.userIdClaim = "uid"
+        }
+        let soon = Date().addingTimeInterval(600)
+        try await app.test(.router) { client in
+            func call(_ token: String) async throws -> (code: HTTPResponse.Status, status: String?, message: String?) {
+                try await client.execute(uri: "/v1/items/alice/none", method: .get, headers: [.authorization: "Bearer \(token)"]) { Self.status($0) }
+            }
+            let alice = try await idp.token(sub: "auth0|5f7c8ec7c33c6c004bbafe82", expires: soon, issuer: "https://tenant.auth0.test/", audience: nil, uid: "alice")
+            #expect(try await call(alice).code == .notFound, "verified as alice (the item simply does not exist)")
+            // The claim, not the sub, is the user: alice's token uploads as alice and not as anyone else.
+            let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
+            let upload: HTTPFields = [.authorization: "Bearer \(alice)", .contentType: "image/png"]
+            try await client.execute(uri: "/v1/uploads/alice/c1", method: .put, headers: upload, body: ByteBuffer(data: png)) { response in
+                #expect(response.status == .created)
+            }
+            #expect(root.exists("pending/alice/c1.png"))
+            try await client.execute(uri: "/v1/uploads/bob/c1", method: .put, headers: upload, body: ByteBuffer(data: png)) { response in
+                #expect(response.status != .created && response.status != .ok, "\(response.status)")
+            }
+            #expect(!root.exists("pending/bob/c1.png"))
+            let without = try await idp.token(sub: "auth0|5f7c8ec7c33c6c004bbafe82", expires: soon, issuer: "https://tenant.auth0.test/", audience: nil)
+            #expect(try await call(without) == (.unauthorized, "UNAUTHENTICATED", "JWT has no string claim \"uid\" (api.auth.userIdClaim)"))
+            let bad = try await idp.token(sub: "x", expires: soon, issuer: "https://tenant.auth0.test/", audience: nil, uid: "a|b")
+            #expect(try await call(bad) == (.unauthorized, "UNAUTHENTICATED", "JWT uid \"a|b\" has characters outside [A-Za-z0-9_-]"))
+        }
+        // The config refuses an empty claim name, naming the key.
+        #expect { try PipelineConfig.parse(Data(#"{"dataRoot": "/tmp/x", "api": {"auth": {"userIdClaim": ""}}}"#.utf8), baseDirectory: root.url) } throws: { error in
+            "\(error)".contains("userIdClaim") && "\(error)".contains("claim name")
         }
     }
 

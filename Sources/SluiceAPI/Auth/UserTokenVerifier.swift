@@ -19,6 +19,39 @@ actor UserTokenVerifier {
         var nbf: NotBeforeClaim?
         var iss: IssuerClaim?
         var aud: AudienceClaim?
+        /// Every top-level claim whose value is a string (`api.auth.userIdClaim` names one of them).
+        var strings: [String: String] = [:]
+
+        private enum CodingKeys: String, CodingKey { case sub, exp, nbf, iss, aud }
+
+        private struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            sub = try c.decodeIfPresent(SubjectClaim.self, forKey: .sub)
+            exp = try c.decodeIfPresent(ExpirationClaim.self, forKey: .exp)
+            nbf = try c.decodeIfPresent(NotBeforeClaim.self, forKey: .nbf)
+            iss = try c.decodeIfPresent(IssuerClaim.self, forKey: .iss)
+            aud = try c.decodeIfPresent(AudienceClaim.self, forKey: .aud)
+            let all = try decoder.container(keyedBy: AnyKey.self)
+            for key in all.allKeys {
+                if let value = try? all.decode(String.self, forKey: key) { strings[key.stringValue] = value }
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeIfPresent(sub, forKey: .sub)
+            try c.encodeIfPresent(exp, forKey: .exp)
+            try c.encodeIfPresent(nbf, forKey: .nbf)
+            try c.encodeIfPresent(iss, forKey: .iss)
+            try c.encodeIfPresent(aud, forKey: .aud)
+        }
 
         /// Time-based claims are checked by the verifier against its own clock.
         func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -66,7 +99,7 @@ actor UserTokenVerifier {
         return "the HS256 secret in \(env) is \(secret.count) bytes; at least \(minimumSecretBytes) are required (RFC 7518 §3.2)"
     }
 
-    /// The token's `sub`, or the envelope's UNAUTHENTICATED with the reason.
+    /// The token's user id (`sub`, or the claim `api.auth.userIdClaim` names), or the envelope's UNAUTHENTICATED with the reason.
     func verify(_ token: String) async throws -> String {
         guard enabled else { throw APIError(.unauthenticated, "bearer token is not an app token, and user tokens are not enabled") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -121,11 +154,16 @@ actor UserTokenVerifier {
         if let audience = config.effectiveAudience, claims.aud?.value.contains(audience) != true {
             throw APIError(.unauthenticated, "JWT audience is not \(audience)")
         }
-        guard let sub = claims.sub?.value, !sub.isEmpty else { throw APIError(.unauthenticated, "JWT has no sub") }
-        // The user id everything else uses (pending/{userId}/…, relations, reports): a sub that cannot be one is
+        let claim = config.userIdClaim
+        guard let user = claim == "sub" ? claims.sub?.value : claims.strings[claim], !user.isEmpty else {
+            throw APIError(.unauthenticated, claim == "sub" ? "JWT has no sub" : "JWT has no string claim \(Identifiers.printable(claim, limit: 64)) (api.auth.userIdClaim)")
+        }
+        // The user id everything else uses (pending/{userId}/…, relations, reports): a claim that cannot be one is
         // refused here, as X-User-Id is, rather than accepted by some callables and refused by others.
-        if let problem = Identifiers.problem(with: sub, role: "JWT sub") { throw APIError(.unauthenticated, problem) }
-        return sub
+        if let problem = Identifiers.problem(with: user, role: "JWT \(claim)") {
+            throw APIError(.unauthenticated, problem + (claim == "sub" ? " (api.auth.userIdClaim can name another claim that holds the user id)" : ""))
+        }
+        return user
     }
 
     // MARK: Keys

@@ -15,6 +15,9 @@ public struct AuthConfig: Sendable, Equatable {
     public var firebaseProjectId: String?
     /// Accept the Firebase Auth emulator's unsigned tokens (`alg: none`). Never in production.
     public var allowEmulatorTokens: Bool = false
+    /// The top-level string claim that holds the user id (`sub` unless set; e.g. a custom claim for issuers whose
+    /// subjects cannot be user ids, such as Auth0's `auth0|…`).
+    public var userIdClaim: String = "sub"
 
     public init() {}
 

@@ -619,7 +619,7 @@ extension APIImagesConfig: Decodable {
 
 extension AuthConfig: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case jwksFile, jwksURL, jwksRefreshSeconds, issuer, audience, firebaseProjectId, allowEmulatorTokens
+        case jwksFile, jwksURL, jwksRefreshSeconds, issuer, audience, firebaseProjectId, allowEmulatorTokens, userIdClaim
     }
 
     /// `jwksFile` is resolved against the config file's folder by `PipelineConfig.parse`.
@@ -634,6 +634,10 @@ extension AuthConfig: Decodable {
         v.audience = try c.optional(String.self, forKey: .audience)
         v.firebaseProjectId = try c.optional(String.self, forKey: .firebaseProjectId)
         v.allowEmulatorTokens = try c.value(.allowEmulatorTokens, default: v.allowEmulatorTokens)
+        v.userIdClaim = try c.value(.userIdClaim, default: v.userIdClaim)
+        guard !v.userIdClaim.isEmpty else {
+            throw DecodingError.dataCorruptedError(forKey: .userIdClaim, in: c, debugDescription: "expected a claim name, not an empty string")
+        }
         self = v
     }
 }
