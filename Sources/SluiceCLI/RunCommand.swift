@@ -41,7 +41,7 @@ struct RunCommand: AsyncParsableCommand {
                   serviceName: "metrics"),
         ]
         // Webhooks are sent by the daemon: in watch mode continuously, with --once one pass after the uploads.
-        if let webhooks = services.webhookDispatcher() {
+        if let webhooks = try services.webhookDispatcher() {
             do { try await webhooks.register() } catch { throw CLIError(message: "cannot start the webhooks: \(error)") }
             members.append(.init(service: webhooks, serviceName: "webhooks"))
         }

@@ -76,7 +76,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             do { services = try await Services.live(config: config) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
-            guard let dispatcher = services.webhookDispatcher() else { throw CLIError(message: "no webhooks are configured (webhooks[] in pipeline.json)") }
+            guard let dispatcher = try services.webhookDispatcher() else { throw CLIError(message: "no webhooks are configured (webhooks[] in pipeline.json)") }
             guard let pass = await dispatcher.passIfDispatcher() else {
                 print("a running daemon is dispatching the webhooks (it holds the claim); nothing done")
                 return

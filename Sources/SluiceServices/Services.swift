@@ -98,10 +98,17 @@ public struct Services: Sendable {
 
     public var relations: Relations { Relations(store: store, conversation: config.conversation) }
 
-    /// The outbound webhooks' dispatcher; nil when none is configured.
+    /// The outbound webhooks' dispatcher; nil when none is configured. Refuses (naming the webhook) when one cannot
+    /// sign with what `environment` holds: deliveries would otherwise fail one by one, or be signed with a key
+    /// anyone could guess.
     public func webhookDispatcher(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                  interval: Duration = .seconds(1)) -> WebhookDispatcher? {
+                                  interval: Duration = .seconds(1)) throws(ConfigurationError) -> WebhookDispatcher? {
         guard !config.webhooks.isEmpty else { return nil }
+        for (index, hook) in config.webhooks.enumerated() {
+            if let problem = hook.signingProblem(environment: environment) {
+                throw ConfigurationError.badValue(key: "webhooks[\(index)]", reason: problem)
+            }
+        }
         return WebhookDispatcher(webhooks: config.webhooks, store: store, transport: WebhookHTTPTransport(), environment: environment,
                                  interval: interval, leases: leases, logger: pipelines.logger)
     }

@@ -185,6 +185,21 @@ import Testing
         "webhooks": [{ "name": "backend", "url": "\(receiver.baseURL)/hook", "events": ["item.approved"],
                        "secretEnv": "TEST_WEBHOOK_SECRET", "maxAttempts": 1 }]
         """)
+        // Without the secret's variable the daemon does not start (its deliveries could not be signed), naming it.
+        let unset = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"],
+                                    environment: ProcessInfo.processInfo.environment.filter { $0.key != "TEST_WEBHOOK_SECRET" })
+        #expect(unset.status != 0 && unset.stderr.contains("webhooks[0]") && unset.stderr.contains("TEST_WEBHOOK_SECRET"), "\(unset)")
+        #expect(root.exists("pending/eve/a.jpg"), "nothing was judged")
+        // A secret in the file that anyone could guess is a config error.
+        let weak = try root.writeConfigFile(endpoint: vision.endpoint, extra: """
+        "webhooks": [{ "name": "backend", "url": "\(receiver.baseURL)/hook", "events": ["item.approved"], "secret": "" }]
+        """)
+        let refused = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", weak.path, "--log-level", "error"])
+        #expect(refused.status != 0 && refused.stderr.contains("webhooks[0].secret") && refused.stderr.contains("at least 16"), "\(refused)")
+        _ = try root.writeConfigFile(endpoint: vision.endpoint, extra: """
+        "webhooks": [{ "name": "backend", "url": "\(receiver.baseURL)/hook", "events": ["item.approved"],
+                       "secretEnv": "TEST_WEBHOOK_SECRET", "maxAttempts": 1 }]
+        """)
         let environment = ProcessInfo.processInfo.environment.merging(["TEST_WEBHOOK_SECRET": Self.secret]) { $1 }
         #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"],
                                 environment: environment).status == 0)

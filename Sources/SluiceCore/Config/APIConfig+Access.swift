@@ -119,9 +119,25 @@ public struct WebhookConfig: Sendable, Equatable {
         self.url = url
     }
 
+    /// A signing secret shorter than this is refused (in the file by the config check, from the environment when
+    /// the daemon starts).
+    public static let minimumSecretBytes = 16
+
     /// The secret from the environment or the file; nil when neither is set.
     public func signingSecret(environment: [String: String]) -> String? {
         if let secretEnv, let value = environment[secretEnv], !value.isEmpty { return value }
         return secret
+    }
+
+    /// Why this webhook cannot sign deliveries with what the environment holds, if it cannot: its `secretEnv` unset
+    /// with no `secret` to fall back on, or a secret too short to keep deliveries from being forged.
+    public func signingProblem(environment: [String: String]) -> String? {
+        guard let secret = signingSecret(environment: environment) else {
+            return "webhook \(name): the environment variable \(secretEnv ?? "") named by secretEnv is not set (or empty) and no secret is given, so its deliveries could not be signed"
+        }
+        guard secret.utf8.count >= Self.minimumSecretBytes else {
+            return "webhook \(name): its signing secret\(secretEnv.map { " (from \($0))" } ?? "") is \(secret.utf8.count) bytes; at least \(Self.minimumSecretBytes) are needed"
+        }
+        return nil
     }
 }

@@ -97,6 +97,10 @@ extension PipelineConfig {
             try require(webhookNames.insert(hook.name).inserted, "webhooks[\(index)].name", "\"\(hook.name)\" is used twice")
             try require(!hook.events.isEmpty, "webhooks[\(index)].events", "name at least one event")
             try require(hook.secret != nil || hook.secretEnv != nil, "webhooks[\(index)]", "needs a secret or secretEnv to sign deliveries")
+            if let secret = hook.secret {
+                try require(secret.utf8.count >= WebhookConfig.minimumSecretBytes, "webhooks[\(index)].secret",
+                            "is \(secret.utf8.count) bytes; a signing secret needs at least \(WebhookConfig.minimumSecretBytes) (anyone could forge deliveries signed with a short or empty one)")
+            }
             try require((1...100).contains(hook.maxAttempts), "webhooks[\(index)].maxAttempts", "must be 1...100")
             try require(hook.timeoutSeconds > 0 && hook.timeoutSeconds <= 120, "webhooks[\(index)].timeoutSeconds", "must be in 0 < t ≤ 120")
         }
