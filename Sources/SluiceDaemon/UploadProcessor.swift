@@ -45,8 +45,9 @@ public struct UploadProcessor: Sendable {
             return try await reject(upload, reason: reason, hash: nil, bytes: nil)
         }
         let bytes: Data
+        let identity: FileIdentity
         do {
-            bytes = try FileOps.readRegularFile(upload.url, limit: maxBytes)
+            (bytes, identity) = try FileOps.readRegularFileAndIdentity(upload.url, limit: maxBytes)
         } catch let .notRegular(what) {
             return try await reject(upload, reason: "upload \(what)", hash: nil, bytes: nil)
         } catch let .tooLarge(size) {
@@ -72,7 +73,8 @@ public struct UploadProcessor: Sendable {
                         decision: existing?.contentHash == hash ? existing?.decision : nil)
         guard var item = run.item(from: base, scope: .upload) else { return nil }
         item.timings = ImagePipeline.timings(of: run)
-        let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:))))
+        let move = pipeline.layout.move(from: existing, to: item, source: .pending(upload, format: item.format.flatMap(ImageFormat.init(rawValue:)),
+                                                                                 judged: JudgedFile(identity: identity, bytes: bytes)))
         guard await stillHeld() else { return lost(upload) }
         try move.prepare()
         // A bank match that decided names the bank's hash in the verdict event; a reused classification its item.

@@ -102,6 +102,45 @@ import Testing
         #expect(try await root.store().item("newuser/second")?.status == .approved, "in-flight item finished before exit")
     }
 
+    /// An upload re-sent under the same id while the first is being classified: the first verdict keeps the bytes
+    /// it was made on (the blocked original from memory), and the new file is judged on its own afterwards — not
+    /// deleted or quarantined under the first one's verdict. Then nothing of the first is left behind.
+    @Test func anUploadResentWhileTheFirstIsClassifiedIsJudgedOnItsOwn() async throws {
+        let root = try TemporaryDataRoot()
+        let adult = try SafeSearch(adult: .veryLikely, spoof: .veryUnlikely, medical: .veryUnlikely, violence: .veryUnlikely, racy: .unlikely)
+        let server = try await FakeVisionServer.start { _, index in
+            index == 0 ? .delayed(seconds: 3, then: .safeSearch(adult)) : .safeSearch(cleanResult)
+        }
+        defer { server.stop() }
+        let config = try root.writeConfigFile(endpoint: server.endpoint, extra: #""daemon": {"rescanSeconds": 2}"#)
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        let (firstFile, secondFile) = (TestEnvironment.fixture("images/photos/rocket.jpg"), TestEnvironment.fixture("images/photos/hubble_deep_field.jpg"))
+        let second = try read(secondFile)
+        try root.drop(firstFile, user: "u", name: "x.jpg")
+        #expect(await waitUntil(every: 20) { server.received.count >= 1 }, "the first upload was never sent to the provider")
+        // While the provider holds the first answer, the same name gets other bytes (renamed over it).
+        try root.drop(secondFile, user: "u", name: "x.jpg")
+        var item: Item?
+        let judgedAgain = await waitUntil(every: 50) {
+            item = try? await root.storeWhenReady()?.item("u/x")
+            return item?.contentHash == ContentHash.sha256(second) && item?.status.isFinal == true
+        }
+        #expect(judgedAgain, "the re-sent upload was not judged: \(String(describing: item))")
+        kill(daemon.processIdentifier, SIGTERM)
+        #expect(await waitForExit(daemon, seconds: 60))
+        let store = try await root.store()
+        let history = try await store.events(of: "u/x").filter { $0.type == "verdict" }.map(\.toStatus)
+        #expect(history == [.blocked, .approved], "\(history)")
+        #expect(server.received.count == 2, "each file was classified once")
+        #expect(item?.status == .approved && item?.sourceBytes == second.count)
+        let files = root.allFiles()
+        #expect(files.contains("approved/u/x.jpg") && files.filter { $0.hasPrefix("pending/") || $0.hasPrefix("quarantine/") }.isEmpty, "\(files)")
+    }
+
     @Test func statusAndListPrintDocumentedJSON() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)

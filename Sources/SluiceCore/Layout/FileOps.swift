@@ -147,6 +147,11 @@ public enum FileOps {
 
     /// Reads a regular file without following links, refusing more than `limit` bytes.
     public static func readRegularFile(_ file: URL, limit: Int) throws(UploadReadError) -> Data {
+        try readRegularFileAndIdentity(file, limit: limit).data
+    }
+
+    /// `readRegularFile`, with the identity of the file that was read (from the open descriptor).
+    public static func readRegularFileAndIdentity(_ file: URL, limit: Int) throws(UploadReadError) -> (data: Data, identity: FileIdentity) {
         let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ELOOP { throw .notRegular("is a symbolic link") }
@@ -175,7 +180,7 @@ public enum FileOps {
         }
         guard read >= 0 else { throw .io(FileOpError("read", file.path)) }
         if read < size { data.removeSubrange(read..<size) }
-        return data
+        return (data, FileIdentity(info))
     }
 
     /// Who writes a temp file: machine and process id (`{machine}~{pid}`, `ProcessIdentity`), so a sweep can tell a
@@ -212,4 +217,34 @@ public enum UploadReadError: Error, Sendable {
     case notRegular(String)
     case tooLarge(Int)
     case io(FileOpError)
+}
+
+/// Which file a name pointed at, and what it held then: device, inode, size and modification time. A name whose
+/// identity changed was replaced (renamed over) or written to since.
+public struct FileIdentity: Sendable, Equatable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    public var modifiedSeconds: Int
+    public var modifiedNanoseconds: Int
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        #if canImport(Darwin)
+        modifiedSeconds = Int(info.st_mtimespec.tv_sec)
+        modifiedNanoseconds = Int(info.st_mtimespec.tv_nsec)
+        #else
+        modifiedSeconds = Int(info.st_mtim.tv_sec)
+        modifiedNanoseconds = Int(info.st_mtim.tv_nsec)
+        #endif
+    }
+
+    /// The identity of what `file` names now (not following a link); nil when nothing is there.
+    public static func of(_ file: URL) -> FileIdentity? {
+        var info = stat()
+        guard lstat(file.path, &info) == 0 else { return nil }
+        return FileIdentity(info)
+    }
 }

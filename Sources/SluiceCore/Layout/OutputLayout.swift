@@ -109,7 +109,11 @@ public struct OutputLayout: Sendable, Equatable {
     public enum Source: Sendable {
         /// An upload still in pending/ (the daemon): moved or removed only after the commit, because its presence
         /// with a committed content hash is how a restart finds an interrupted item.
-        case pending(PendingUpload, format: ImageFormat?)
+        ///
+        /// `judged` is the file that was read and judged (its identity and bytes): when the name holds another file by
+        /// the time the verdict is committed (the upload was re-sent under the same id meanwhile), the judged bytes
+        /// are kept from memory and the new file stays in pending/ to be judged on its own.
+        case pending(PendingUpload, format: ImageFormat?, judged: JudgedFile? = nil)
         /// The item's own stored files: the approved output, or the kept original (reprocessing, human decisions).
         case stored
     }
@@ -121,18 +125,22 @@ public struct OutputLayout: Sendable, Equatable {
         var item = updated
         guard updated.kind == .image else { return StatusMove(item: item) }
         switch source {
-        case let .pending(upload, format):
+        case let .pending(upload, format, judged):
+            // The kept original of an earlier upload under this id, unless the new one takes its very place.
+            let earlier = current?.original.map(absolute)
             if updated.status == .approved {
                 item.original = nil
-                return StatusMove(item: item, after: [.remove(upload.url)])
+                return StatusMove(item: item, after: [judged.map { .removePending(upload.url, $0.identity) } ?? .remove(upload.url)]
+                                      + (earlier.map { [.remove($0)] } ?? []))
             }
             let kept = kept(upload, status: updated.status, format: format)
             item.original = relative(kept)
             item.outputs = ItemOutputs()
             var after: [StatusMove.Step] = []
+            if let earlier, earlier.standardizedFileURL != kept.standardizedFileURL { after.append(.remove(earlier)) }
             // An earlier approval of the same id must not stay served.
             if let image = upload.image { after += [.remove(approved(image)), .remove(thumbnail(image))] }
-            after.append(.move(upload.url, to: kept))
+            after.append(judged.map { .movePending(upload.url, to: kept, $0) } ?? .move(upload.url, to: kept))
             return StatusMove(item: item, after: after)
         case .stored:
             guard let current, current.status != updated.status, let image = updated.id.image else { return StatusMove(item: item) }
@@ -205,6 +213,11 @@ public struct StatusMove: Sendable {
         case copy(URL, to: URL)
         case move(URL, to: URL)
         case remove(URL)
+        /// A pending upload: removed when it is still the file that was judged; otherwise left for its own judgement.
+        case removePending(URL, FileIdentity)
+        /// A pending upload kept: moved when it is still the file that was judged; otherwise the judged bytes are
+        /// written in its place from memory and the new file is left in pending/.
+        case movePending(URL, to: URL, JudgedFile)
     }
 
     /// The item with `original` and `outputs` set for its new placement: what to commit.
@@ -238,6 +251,26 @@ public struct StatusMove: Sendable {
             try FileOps.move(source, to: destination)
         case let .remove(file):
             try FileOps.remove(file)
+        case let .removePending(file, identity):
+            if FileIdentity.of(file) == identity { try FileOps.remove(file) }
+        case let .movePending(file, destination, judged):
+            if FileIdentity.of(file) == judged.identity {
+                try FileOps.move(file, to: destination)
+            } else {
+                // Replaced since it was read: what was judged is kept from memory.
+                try FileOps.writeAtomically(judged.bytes, to: destination)
+            }
         }
+    }
+}
+
+/// The pending file a verdict was made on: which file it was, and its bytes.
+public struct JudgedFile: Sendable, Equatable {
+    public var identity: FileIdentity
+    public var bytes: Data
+
+    public init(identity: FileIdentity, bytes: Data) {
+        self.identity = identity
+        self.bytes = bytes
     }
 }
