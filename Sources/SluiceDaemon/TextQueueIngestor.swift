@@ -85,25 +85,33 @@ public struct TextQueueIngestor: Sendable {
     /// batch the last line for an id is the one recorded (recording the earlier ones too would make a replay after a
     /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's write task
     /// once the batch before it is written, beside the judging of the next batch.
-    static func items(_ batch: [Judged]) -> (items: [Item], rejected: Int, superseded: Int) {
+    static func items(_ batch: [Judged]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
-        var made: [Item] = []
+        var made: [(item: Item, lineID: ItemID)] = []
         made.reserveCapacity(batch.count)
+        // The first user of each id in the batch: a later line of another user with that id is rejected under its
+        // own line id (the store does the same against stored messages).
+        var owners: [ItemID: String] = [:]
         var rejected = 0
         for judged in batch {
             let now = Date()
             let base = Item(id: judged.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
-            guard let item = judged.run.item(from: base, scope: .upload) else { continue }
+            guard var item = judged.run.item(from: base, scope: .upload) else { continue }
+            if let owner = owners[item.id], owner != item.userId {
+                item = item.refusedAsAnotherUsersID(lineID: judged.fallbackID)
+            } else if owners[item.id] == nil {
+                owners[item.id] = item.userId
+            }
             if item.status == .rejected { rejected += 1 }
-            made.append(item)
+            made.append((item, judged.fallbackID))
         }
         var seen = Set<ItemID>()
-        var items: [Item] = []
-        items.reserveCapacity(made.count)
-        for item in made.reversed() where seen.insert(item.id).inserted { items.append(item) }
-        items.reverse()
-        return (items, rejected, made.count - items.count)
+        var kept: [(item: Item, lineID: ItemID)] = []
+        kept.reserveCapacity(made.count)
+        for entry in made.reversed() where seen.insert(entry.item.id).inserted { kept.append(entry) }
+        kept.reverse()
+        return (kept.map(\.item), kept.map(\.lineID), rejected, made.count - kept.count)
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
@@ -227,9 +235,9 @@ public struct TextQueueIngestor: Sendable {
                 // In file order, and made only after the previous batch is written, so every stamp here is later
                 // than that batch's; the claim is checked right before this batch commits.
                 if let previous { _ = try await previous.value }
-                let (items, rejected, superseded) = TextQueueIngestor.items(judged)
+                let (items, lineIDs, rejected, superseded) = TextQueueIngestor.items(judged)
                 guard await stillHeld() else { throw ClaimLost() }
-                return (try await store.recordChangedVerdicts(items, stage: "text"), items.count, rejected, superseded)
+                return (try await store.recordChangedVerdicts(items, lineIDs: lineIDs, stage: "text"), items.count, rejected, superseded)
             })
         }
 

@@ -143,10 +143,10 @@ extension SQLiteStore {
         }
     }
 
-    public func recordChangedVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
+    public func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }
         return try await write("record \(items.count) verdicts") { db in
-            try Self.recordVerdicts(items, stage: stage, skippingUnchanged: true, in: db)
+            try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, in: db)
         }
     }
 

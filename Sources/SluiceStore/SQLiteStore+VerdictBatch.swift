@@ -49,21 +49,36 @@ extension SQLiteStore {
     }
 
     /// The batch's stored rows, by id: when each was created, how many attempts it had, its status and content hash.
-    static let previousRowsSQL = "SELECT id, createdAt, attempts, status, contentHash FROM item WHERE id IN (SELECT value FROM json_each(?))"
+    static let previousRowsSQL = "SELECT id, userId, createdAt, attempts, status, contentHash FROM item WHERE id IN (SELECT value FROM json_each(?))"
 
     /// Writes the batch in the current transaction; returns how many items were written (`skippingUnchanged`:
     /// an item whose stored content hash equals its own is left alone).
-    static func recordVerdicts(_ items: [Item], stage: String, skippingUnchanged: Bool, in db: Database) throws -> Int {
+    static func recordVerdicts(_ items: [Item], lineIDs: [ItemID]? = nil, stage: String, skippingUnchanged: Bool, in db: Database) throws -> Int {
         var previous: [String: (createdAt: DatabaseValue, attempts: Int, status: String, hash: String?)] = [:]
+        var owners: [String: String] = [:]
         previous.reserveCapacity(items.count)
         let lookup = try db.cachedStatement(sql: previousRowsSQL)
-        for chunk in items.chunked(500) {
-            let ids = chunk.map(\.id.rawValue)
-            let json = String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)
-            let rows = try Row.fetchCursor(lookup, arguments: [json])
-            while let row = try rows.next() {
-                previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
+        func look(_ ids: [String]) throws {
+            for chunk in ids.chunked(500) {
+                let json = String(decoding: try JSONEncoder().encode(Array(chunk)), as: UTF8.self)
+                let rows = try Row.fetchCursor(lookup, arguments: [json])
+                while let row = try rows.next() {
+                    previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
+                    owners[row["id"]] = row["userId"]
+                }
             }
+        }
+        try look(items.map(\.id.rawValue))
+        // A line whose id is another user's stored message is rejected under its own line id instead.
+        var items = items
+        if let lineIDs {
+            var refused: [String] = []
+            for index in items.indices {
+                guard let owner = owners[items[index].id.rawValue], owner != items[index].userId, index < lineIDs.count else { continue }
+                items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
+                refused.append(lineIDs[index].rawValue)
+            }
+            if !refused.isEmpty { try look(refused) }
         }
         let event = try db.cachedStatement(sql: insertEventSQL)
         // Text items wait here until `rowsPerStatement` of them (or another kind of item, or the end) are written

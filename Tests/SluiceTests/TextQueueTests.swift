@@ -154,6 +154,33 @@ import Testing
         #expect(try await store.events(of: "d2").filter { $0.type == "verdict" }.count == 1)
     }
 
+    /// Message ids are global: a line that reuses another user's id is rejected under its own line id, in a later
+    /// file or later in the same batch, and never takes the first user's message over; a replay records nothing.
+    @Test func aLineCannotTakeAnotherUsersMessageIdOver() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "one.jsonl", [#"{"id": "m2", "userId": "alice", "text": "you are a fucking idiot"}"#])
+        _ = try await runOnce(root, server: server)
+        let twice = [#"{"id": "m2", "userId": "bob", "text": "hello"}"#,
+                     #"{"id": "m9", "userId": "carol", "text": "first"}"#, #"{"id": "m9", "userId": "dave", "text": "second"}"#]
+        try writeQueue(root, "two.jsonl", twice)
+        let store = try await runOnce(root, server: server)
+        let m2 = try #require(try await store.item("m2"))
+        #expect(m2.userId == "alice" && m2.status == .blocked && m2.content?.text == "you are a fucking idiot")
+        #expect(try await store.events(of: "m2").filter { $0.type == "verdict" }.count == 1)
+        let refused = try #require(try await store.item("two.jsonl:1"))
+        #expect(refused.userId == "bob" && refused.status == .rejected && refused.reason?.contains("id \"m2\" is another user's message") == true,
+                "\(refused)")
+        #expect(try await store.item("m9")?.userId == "carol")
+        #expect(try await store.item("two.jsonl:3")?.status == .rejected)
+        // Replayed (the same lines again): nothing is recorded twice.
+        try writeQueue(root, "two.jsonl", twice)
+        _ = try await runOnce(root, server: server)
+        #expect(try await store.events(of: "two.jsonl:1").filter { $0.type == "verdict" }.count == 1)
+        #expect(try await store.events(of: "m2").filter { $0.type == "verdict" }.count == 1)
+    }
+
     /// A writer that reuses a file name: every finished file is kept in done/, none replaced.
     @Test func aReusedFileNameKeepsEveryFinishedFile() async throws {
         let root = try TemporaryDataRoot()

@@ -36,9 +36,11 @@ public protocol StatusStore: Sendable {
     @discardableResult
     func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int
     /// `recordVerdicts`, except that an item whose stored content hash equals its own is left as it is (a queue
-    /// line replayed after a crash); decided in the same transaction as the writes. Returns how many were written.
+    /// line replayed after a crash), and an item whose id is stored as another user's is recorded as rejected under
+    /// its line's id (`lineIDs`, one per item: `file:line`) instead of taking that item over; decided in the same
+    /// transaction as the writes. Returns how many were written.
     @discardableResult
-    func recordChangedVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int
+    func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int
     /// An event without changing the item (e.g. a pending file finished after a restart).
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.

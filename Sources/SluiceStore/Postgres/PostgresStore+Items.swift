@@ -172,21 +172,34 @@ extension PostgresStore {
         }
     }
 
-    public func recordChangedVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
+    public func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }
         let logger = logger
         return try await transaction("record \(items.count) verdicts") { connection in
-            try await Self.recordVerdicts(items, stage: stage, skippingUnchanged: true, on: connection, logger: logger)
+            try await Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, on: connection, logger: logger)
         }
     }
 
     /// A batch in the current transaction, as SQLite's: each stored row keeps its creation date and counts one more
     /// attempt (a line twice in a batch counts twice); `skippingUnchanged` leaves an item whose stored content hash
     /// equals its own. One upsert statement writes the rows (the last value of each id), one insert the events.
-    static func recordVerdicts(_ items: [Item], stage: String, skippingUnchanged: Bool, on connection: PostgresConnection,
+    static func recordVerdicts(_ items: [Item], lineIDs: [ItemID]? = nil, stage: String, skippingUnchanged: Bool, on connection: PostgresConnection,
                                logger: Logger) async throws -> Int {
         try await connection.lock(.events, logger: logger)
         var stored = try await lockedItems(Array(Set(items.map(\.id))), on: connection, logger: logger)
+        // A line whose id is another user's stored message is rejected under its own line id instead.
+        var items = items
+        if let lineIDs {
+            var refused: [ItemID] = []
+            for index in items.indices {
+                guard let owner = stored[items[index].id]?.userId, owner != items[index].userId, index < lineIDs.count else { continue }
+                items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
+                refused.append(lineIDs[index])
+            }
+            if !refused.isEmpty {
+                stored.merge(try await lockedItems(refused, on: connection, logger: logger)) { _, new in new }
+            }
+        }
         var rows: [ItemID: Item] = [:]
         var order: [ItemID] = []
         var events: [ItemEvent] = []
