@@ -314,10 +314,12 @@ extension ItemEvent {
 
 extension Item {
     /// A queue line whose id is already another user's message, recorded as rejected under the line's own id
-    /// (`file:line`) instead of taking that message over (its user, text and verdict stay as they were).
+    /// (`file:line`) instead of taking that message over (its user, text and verdict stay as they were). A line
+    /// rejected already keeps its own reason.
     public func refusedAsAnotherUsersID(lineID: ItemID) -> Item {
-        Item(id: lineID, kind: .text, userId: userId, status: .rejected,
-             reason: "\(content?.source ?? lineID.rawValue): id \"\(id.rawValue)\" is another user's message; give this one an id of its own",
-             contentHash: contentHash, attempts: 1, createdAt: createdAt, updatedAt: updatedAt)
+        let why = status == .rejected ? reason
+            : "\(content?.source ?? lineID.rawValue): id \"\(id.rawValue)\" is another user's message; give this one an id of its own"
+        return Item(id: lineID, kind: .text, userId: userId, status: .rejected, reason: why,
+                    contentHash: contentHash, attempts: 1, createdAt: createdAt, updatedAt: updatedAt)
     }
 }
