@@ -17,7 +17,7 @@ import Testing
 /// The caption service, metrics, health, wrong methods and the OpenAPI description, as clients see them.
 @Suite(.serialized) struct APIContractTests {
     static let environment = ["SLUICE_APP_TOKENS": "app-1", "SLUICE_JWT_SECRET": "jwt-secret-of-at-least-32-bytes!!", "TEST_CAPTION_KEY": "sk-test-SECRET"]
-    static let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1"]
+    static let app: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
 
     static var quiet: Logger {
         var logger = Logger(label: "test")
@@ -109,7 +109,10 @@ import Testing
 
     @Test func generateCaptionErrorsUseTheSeedCodes() async throws {
         let root = try TemporaryDataRoot()
-        let failing = try await FakeJSONServer.start { _, _ in .init(status: 400, body: #"{"error":{"message":"model not found"}}"#) }
+        // Its error body echoes part of a key, as OpenAI's do: callers are told the status, not the provider's words.
+        let failing = try await FakeJSONServer.start { _, _ in
+            .init(status: 401, body: #"{"error":{"message":"Incorrect API key provided: sk-live****9876"}}"#)
+        }
         defer { failing.stop() }
         let png = try Data(contentsOf: TestEnvironment.fixture("images/photos/coffee.png"))
         let services = try await Self.services(Self.captionConfig(root, server: failing))
@@ -130,6 +133,10 @@ import Testing
             try await expect(headers: [HTTPField.Name("X-App-Token")!: "wrong"], .unauthorized, "AUTH_001")
             try await expect(.get, .methodNotAllowed, "METHOD_001")
             try await expect(.put, .methodNotAllowed, "METHOD_001")
+            // Seed 002: Content-Type is required and must be application/json.
+            try await expect(headers: [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "text/plain"], body: Self.captionBody(png, mimeType: "image/png"),
+                             .badRequest, "VAL_001")
+            try await expect(headers: [HTTPField.Name("X-App-Token")!: "app-1"], body: Self.captionBody(png, mimeType: "image/png"), .badRequest, "VAL_001")
             try await expect(body: ByteBuffer(string: "{not json"), .badRequest, "VAL_001")
             try await expect(body: ByteBuffer(string: #"{"imageData": 5, "mimeType": "image/png"}"#), .badRequest, "VAL_001")
             try await expect(body: Self.captionBody(png, mimeType: "image/gif"), .badRequest, "VAL_001")
@@ -139,6 +146,10 @@ import Testing
                              .badRequest, "VAL_001")
             // The provider answering an error is AI_001.
             try await expect(body: Self.captionBody(png, mimeType: "image/png"), .internalServerError, "AI_001")
+            try await client.execute(uri: "/api/generateCaption", method: .post, headers: Self.app, body: Self.captionBody(png, mimeType: "image/png")) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains("HTTP 401") && !text.contains("Incorrect") && !text.contains("sk-live"), "\(text)")
+            }
             try await client.execute(uri: "/api/nothing", method: .post, headers: Self.app) { response in
                 #expect(response.status == .notFound && Self.captionError(response.body) == "VAL_001")
             }

@@ -83,7 +83,12 @@ struct CallableRoutes {
             throw APIError(.invalidArgument, "data.\(field) is \(value.unicodeScalars.count) characters long, over the \(maxLength) limit (text.maxLength)")
         }
         try await limits.consume(.detectPriority, context: context)
-        let verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext)
+        var verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext)
+        // The provider's own words (which can echo parts of keys or accounts) go to the log, not to the caller.
+        if let reason = verdict.fallbackReason {
+            context.logger.warning("priority LLM failed; the rules answered", metadata: ["error": "\(reason)"])
+            verdict.fallbackReason = "the LLM engine failed, so the rules answered (details are in the server's log)"
+        }
         return try context.json(CallableResult(result: verdict))
     }
 

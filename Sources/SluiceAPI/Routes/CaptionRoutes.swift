@@ -58,6 +58,11 @@ struct CaptionRoutes {
     }
 
     private func caption(_ request: Request, context: APIContext, started: ContinuousClock.Instant) async throws -> Response {
+        // Seed 002: the Content-Type header is required and must be application/json (parameters such as charset allowed).
+        let declaredType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard declaredType == "application/json" else {
+            throw CaptionAPIError(.validation, "Content-Type must be application/json, not \(request.headers[.contentType].map { Identifiers.printable($0, limit: 60) } ?? "missing")")
+        }
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: Self.maxBase64Bytes + 64 * 1024) } catch {
             throw CaptionAPIError(.validation, "request body is too large: imageData must be at most 5 MB after base64 encoding")
@@ -93,7 +98,7 @@ struct CaptionRoutes {
                 throw CaptionAPIError(.ai, "captioning is not available: \(reason)")
             case let .failed(provider, error)?:
                 context.logger.warning("caption provider failed", metadata: ["provider": "\(provider)", "error": "\(error.message)"])
-                throw CaptionAPIError(.ai, "caption provider \(provider) failed: \(error.message)")
+                throw CaptionAPIError(.ai, "caption provider \(provider) failed: it \(error.publicSummary) (details are in the server's log)")
             case nil:
                 throw CaptionAPIError(.ai, "captioning did not run")
             }

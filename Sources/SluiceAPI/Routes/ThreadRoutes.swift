@@ -62,7 +62,10 @@ struct ThreadRoutes {
             case let .noUser(message): throw APIError(.unauthenticated, message)
             case .notFound: throw APIError(.notFound, error.description)
             case .notConfigured: throw APIError(.failedPrecondition, error.description)
-            case .provider, .store: throw APIError(.internalError, error.description)
+            case let .provider(failure):
+                context.logger.warning("thread provider failed", metadata: ["error": "\(failure.description)"])
+                throw APIError(.internalError, "the LLM provider \(failure.publicSummary) (details are in the server's log)")
+            case .store: throw APIError(.internalError, error.description)
             }
         }
         return try context.json(CallableResult(result: result))

@@ -51,6 +51,23 @@ public struct ProviderError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         attempts > 1 ? "\(message) (after \(attempts) attempts)" : message
     }
+
+    /// What an API caller is told: the kind of failure, without the provider's own words (its error bodies can echo
+    /// parts of keys, account names or prompts). The whole `description` goes to the log.
+    public var publicSummary: String {
+        let what = switch kind {
+        case .http: status.map { "answered HTTP \($0)" } ?? "answered with an error"
+        case .timeout: "did not answer in time"
+        case .connection: "could not be reached"
+        case .malformedResponse: "answered in an unexpected format"
+        case .imageError: "could not read the image"
+        case .responseTooLarge: "answered with too much data"
+        case .cancelled: "was cancelled"
+        case .circuitOpen: "is paused after repeated failures"
+        case .notConfigured: "is not configured"
+        }
+        return attempts > 1 ? "\(what) (after \(attempts) attempts)" : what
+    }
 }
 
 /// A provider in the role it plays (`vision`, `caption`, `priority`): what `/healthz` probes.
