@@ -69,6 +69,7 @@ struct PDQCommand: AsyncParsableCommand {
             case let .notRegular(what): "not a regular file: \(what)"
             case let .tooLarge(size): "file is \(size) bytes, over the limit (limits.maxBytes)"
             case let .io(error): "cannot read: \(error)"
+            case .beingWritten: "still open for writing by another process"
             }
         case let error as ImagingError: error.message
         case let error as CLIError: error.message

@@ -53,8 +53,12 @@ public struct TextQueueIngestor: Sendable {
             let unit = "text:\(file.lastPathComponent)"
             if let leases, !(await leases.claim(unit)) { continue }
             do {
-                // Another daemon may have finished and moved it between the listing and the claim.
-                if FileType(at: file) == .regular {
+                // Another daemon may have finished and moved it between the listing and the claim. A file another
+                // process still has open for writing (appended in place rather than renamed in) waits until it is
+                // closed: read now, its later lines would move to done/ unread.
+                if FileOps.isBeingWritten(file) {
+                    logger.info("text queue file still open for writing; read once it is closed", metadata: ["file": "\(file.lastPathComponent)"])
+                } else if FileType(at: file) == .regular {
                     summaries[file.lastPathComponent] = try await process(file) { await leases?.stillHolds(unit) ?? true }
                 }
             } catch let lost as ClaimLost {

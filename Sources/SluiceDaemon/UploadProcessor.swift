@@ -47,7 +47,11 @@ public struct UploadProcessor: Sendable {
         let bytes: Data
         let identity: FileIdentity
         do {
-            (bytes, identity) = try FileOps.readRegularFileAndIdentity(upload.url, limit: maxBytes)
+            (bytes, identity) = try FileOps.readRegularFileAndIdentity(upload.url, limit: maxBytes, waitingForWriters: true)
+        } catch .beingWritten {
+            // Written in place rather than renamed in: judged once its writer closes it (inotify says so).
+            logger.info("upload still open for writing; judged once it is closed", metadata: ["item": "\(upload.itemID)"])
+            return nil
         } catch let .notRegular(what) {
             return try await reject(upload, reason: "upload \(what)", hash: nil, bytes: nil)
         } catch let .tooLarge(size) {

@@ -76,9 +76,12 @@ import Testing
         try root.drop(try read(photo), user: "u", name: ".hidden.jpg")
         try root.drop(try read(photo), user: "u", name: "upload.jpg.part")
         try root.drop(try read(photo), user: "u", name: "upload.tmp")
+        try root.drop(try read(photo), user: "u", name: "q.PART")
+        try root.drop(try read(photo), user: "u", name: "r.Tmp")
         let store = try await runOnce(root, server: server)
         #expect(try await store.items().isEmpty)
         #expect(root.exists("pending/u/.hidden.jpg") && root.exists("pending/u/upload.jpg.part") && root.exists("pending/u/upload.tmp"))
+        #expect(root.exists("pending/u/q.PART") && root.exists("pending/u/r.Tmp"), "in-progress names are matched in any case")
     }
 
     @Test func notAnImageAndUntrustedFormatsAreRejected() async throws {

@@ -181,6 +181,39 @@ import Testing
         #expect(try await store.events(of: "m2").filter { $0.type == "verdict" }.count == 1)
     }
 
+    /// Files written in place instead of renamed in: while their writer holds them open they are left alone (a text
+    /// file's later lines would otherwise move to done/ unread, an image be rejected as truncated); once closed they
+    /// are read whole.
+    @Test func filesStillOpenForWritingWaitForTheirWriter() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let folder = root.file("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let queueFile = folder.appendingPathComponent("live.jsonl")
+        FileManager.default.createFile(atPath: queueFile.path, contents: nil)
+        let text = try FileHandle(forWritingTo: queueFile)
+        try text.write(contentsOf: Data("{\"id\": \"l1\", \"userId\": \"u\", \"text\": \"one\"}\n".utf8))
+        let photo = try read(TestEnvironment.fixture("images/photos/rocket.jpg"))
+        try FileManager.default.createDirectory(at: root.file("pending/u"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: root.file("pending/u/p.jpg").path, contents: nil)
+        let image = try FileHandle(forWritingTo: root.file("pending/u/p.jpg"))
+        try image.write(contentsOf: photo.prefix(photo.count / 2))
+        let store = try await runOnce(root, server: server)
+        #expect(FileType(at: queueFile) == .regular && root.exists("pending/u/p.jpg"), "files still being written were taken")
+        let (early, earlyImage) = (try await store.item("l1"), try await store.item("u/p"))
+        #expect(early == nil && earlyImage == nil)
+        try text.write(contentsOf: Data("{\"id\": \"l2\", \"userId\": \"u\", \"text\": \"two\"}\n".utf8))
+        try text.close()
+        try image.write(contentsOf: photo.suffix(from: photo.count / 2))
+        try image.close()
+        _ = try await runOnce(root, server: server)
+        let (first, second, picture) = (try await store.item("l1"), try await store.item("l2"), try await store.item("u/p"))
+        #expect(first?.status == .approved && second?.status == .approved)
+        #expect(picture?.status == .approved)
+        #expect(root.exists("queues/text/done/live.jsonl"))
+    }
+
     /// A writer that reuses a file name: every finished file is kept in done/, none replaced.
     @Test func aReusedFileNameKeepsEveryFinishedFile() async throws {
         let root = try TemporaryDataRoot()

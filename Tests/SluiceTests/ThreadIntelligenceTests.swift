@@ -289,7 +289,8 @@ import Testing
         defer { server.stop() }
         let app = try await Self.application(root, edit: Self.llm(kind, server: server, timeout: 2))
         try await app.test(.router) { client in
-            for (name, needle) in [("summarizeThread", "not a JSON object"), ("extractActionItems", "does not follow its schema"),
+            // The caller is told the kind of failure; the provider's own words (and the preview of its bytes) go to the log.
+            for (name, needle) in [("summarizeThread", "answered in an unexpected format"), ("extractActionItems", "answered in an unexpected format"),
                                    ("trackDecisions", "HTTP 500"), ("trackDecisions", "after 2 attempts")] {
                 let error = try await Self.call(client, name, #"{"conversationId": "c1"}"#, expect: .internalServerError)
                 #expect(error["status"] as? String == "INTERNAL", "\(name)")

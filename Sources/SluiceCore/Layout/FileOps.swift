@@ -150,8 +150,34 @@ public enum FileOps {
         try readRegularFileAndIdentity(file, limit: limit).data
     }
 
-    /// `readRegularFile`, with the identity of the file that was read (from the open descriptor).
-    public static func readRegularFileAndIdentity(_ file: URL, limit: Int) throws(UploadReadError) -> (data: Data, identity: FileIdentity) {
+    /// Whether another process has the open file `fd` (opened read-only) open for writing: Linux refuses a read lease
+    /// on such a file (`EAGAIN`). Where leases cannot be taken (another owner without CAP_LEASE, a network file
+    /// system) the answer is false. The lease, when taken, is let go at once.
+    public static func isBeingWritten(_ fd: Int32) -> Bool {
+        #if canImport(Glibc)
+        // F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0, <linux/fcntl.h>): Glibc declares it only under _GNU_SOURCE.
+        let setLease: Int32 = 1024
+        if fcntl(fd, setLease, Int32(F_RDLCK)) == 0 {
+            _ = fcntl(fd, setLease, Int32(F_UNLCK))
+            return false
+        }
+        return errno == EAGAIN
+        #else
+        return false
+        #endif
+    }
+
+    /// `isBeingWritten` for a file by name (false when it cannot be opened).
+    public static func isBeingWritten(_ file: URL) -> Bool {
+        let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return isBeingWritten(fd)
+    }
+
+    /// `readRegularFile`, with the identity of the file that was read (from the open descriptor). With
+    /// `waitingForWriters`, a file another process still has open for writing is not read (`beingWritten`).
+    public static func readRegularFileAndIdentity(_ file: URL, limit: Int, waitingForWriters: Bool = false) throws(UploadReadError) -> (data: Data, identity: FileIdentity) {
         let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ELOOP { throw .notRegular("is a symbolic link") }
@@ -161,6 +187,7 @@ public enum FileOps {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .io(FileOpError("stat", file.path)) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notRegular("is not a regular file") }
+        if waitingForWriters, isBeingWritten(fd) { throw .beingWritten }
         let size = Int(info.st_size)
         guard size <= limit else { throw .tooLarge(size) }
         var data = Data(count: size)
@@ -217,6 +244,9 @@ public enum UploadReadError: Error, Sendable {
     case notRegular(String)
     case tooLarge(Int)
     case io(FileOpError)
+    /// Another process has the file open for writing (written in place instead of renamed in): read it once it is
+    /// closed.
+    case beingWritten
 }
 
 /// Which file a name pointed at, and what it held then: device, inode, size and modification time. A name whose

@@ -41,7 +41,8 @@ public struct PendingUpload: Sendable, Equatable, Hashable {
 
     /// Names a writer is still busy with: dotfiles, `*.part`, `*.tmp`.
     public static func isInProgress(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp")
+        let lowered = name.lowercased()
+        return name.hasPrefix(".") || lowered.hasSuffix(".part") || lowered.hasSuffix(".tmp")
     }
 
     /// Judges a file name inside a user folder: `{imageId}` or `{imageId}.{ext}` with a 1–10 character extension.
