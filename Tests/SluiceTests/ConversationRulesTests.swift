@@ -135,6 +135,17 @@ import Testing
                                      body: ByteBuffer(string: #"{"data": {"blockerID": "rita", "blockedID": "x"}}"#)) { response in
                 #expect(response.status == .forbidden)
             }
+            // A backend acting for one user (X-User-Id) cannot name another as the actor: which one acts is not guessed.
+            var acting: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
+            acting[HTTPField.Name("X-User-Id")!] = "u1"
+            for (name, data, field) in [("blockUser", #"{"blockerID": "u3", "blockedID": "u4"}"#, "blockerID"),
+                                        ("reportUser", #"{"reporterID": "u3", "reportedID": "u4", "reason": "rude"}"#, "reporterID")] {
+                try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: acting, body: ByteBuffer(string: #"{"data": \#(data)}"#)) { response in
+                    #expect(response.status == .badRequest && String(buffer: response.body).contains("X-User-Id (u1) and data.\(field) (u3) name different users"),
+                            "\(name): \(String(buffer: response.body))")
+                }
+            }
+            #expect(try await Self.call(client, "isBlocked", as: "u3", #"{"blockerID": "u3", "blockedID": "u4"}"#) as? Bool == false)
             try await client.execute(uri: "/v1/functions/blockUser", method: .post, headers: SeedClientTests.user("rita"),
                                      body: ByteBuffer(string: #"{"data": {"userId": "rita"}}"#)) { response in
                 #expect(response.status == .conflict && String(buffer: response.body).contains("cannot block themselves"))

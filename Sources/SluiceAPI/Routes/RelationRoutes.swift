@@ -35,6 +35,9 @@ struct RelationRoutes {
                 if case .user? = context.principal, blockerID != caller {
                     throw APIError(.permissionDenied, "data.blockerID must be the signed-in user")
                 }
+                if let caller, blockerID != caller {
+                    throw APIError(.invalidArgument, "X-User-Id (\(caller)) and data.blockerID (\(blockerID)) name different users; send one of them")
+                }
                 return (blockerID, other)
             }
             guard let caller else { throw APIError(.unauthenticated, "no user: send X-User-Id with the app token, or a user token") }
