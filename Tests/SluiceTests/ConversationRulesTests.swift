@@ -345,6 +345,23 @@ import Testing
         let show = try await shell(TestEnvironment.sluiceBinary, ["relations", "show", "ann", "--config", config.path])
         #expect(show.stdout.contains("ann: messagePrivacy anyone") && show.stdout.contains("ann block eve") && show.stdout.contains("bob follow ann"),
                 "\(show.stdout)")
+        // A later backfill naming only createdAt keeps ann's other fields; dates the REST profile refuses are refused;
+        // the same line again changes nothing.
+        let later = root.url.appendingPathComponent("later.jsonl")
+        try Data("""
+        {"type": "user", "userId": "ann", "createdAt": 1600000000}
+        {"type": "user", "userId": "ann", "createdAt": 1600000000}
+        {"type": "user", "userId": "fut", "createdAt": 99999999999}
+        {"type": "user", "userId": "neg", "createdAt": -1}
+
+        """.utf8).write(to: later)
+        let second = try await shell(TestEnvironment.sluiceBinary, ["relations", "import", later.path, "--json", "--config", config.path])
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
+        #expect(counts["applied"] as? Int == 1 && counts["unchanged"] as? Int == 1 && (counts["rejected"] as? [String])?.count == 2, "\(counts)")
+        #expect(try await store.relationUser("ann") == RelationUser(userId: "ann", messagePrivacy: .anyone,
+                                                                     createdAt: Date(timeIntervalSince1970: 1_600_000_000), trusted: true))
+        let (future, negative) = (try await store.relationUser("fut"), try await store.relationUser("neg"))
+        #expect(future == nil && negative == nil)
     }
 }
 

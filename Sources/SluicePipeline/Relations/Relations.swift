@@ -98,7 +98,10 @@ public struct Relations: Sendable {
                 switch object["type"] as? String {
                 case "user":
                     guard let user = object["userId"] as? String else { throw Failure(message: "missing \"userId\"") }
-                    var profile = RelationUser(userId: user)
+                    try Self.check(user, "user")
+                    // Fields the line leaves out keep their stored values, as the REST profile's PUT does.
+                    let stored = try await store.relationUser(user)
+                    var profile = stored ?? RelationUser(userId: user)
                     if let raw = object["messagePrivacy"] {
                         guard let text = raw as? String, let privacy = MessagePrivacy(rawValue: text) else {
                             throw Failure(message: "\"messagePrivacy\" must be anyone or followers")
@@ -107,9 +110,17 @@ public struct Relations: Sendable {
                     }
                     if let raw = object["createdAt"] {
                         // An RFC 3339 date-time, or Unix seconds as the REST profile takes it.
+                        // The REST profile's range: 1970 to 2100.
+                        let range = 0.0...4_102_444_800.0
                         if let text = raw as? String, let date = Self.date(text) {
+                            guard range.contains(date.timeIntervalSince1970) else {
+                                throw Failure(message: "\"createdAt\" \(text) is outside 1970-01-01 … 2100-01-01")
+                            }
                             profile.createdAt = date
                         } else if let seconds = raw as? NSNumber, String(cString: seconds.objCType) != "c", seconds.doubleValue.isFinite {
+                            guard range.contains(seconds.doubleValue) else {
+                                throw Failure(message: "\"createdAt\" must be Unix seconds in 0...4102444800, not \(seconds)")
+                            }
                             profile.createdAt = Date(timeIntervalSince1970: seconds.doubleValue)
                         } else {
                             throw Failure(message: "\"createdAt\" must be an ISO 8601 date-time or Unix seconds")
@@ -119,7 +130,8 @@ public struct Relations: Sendable {
                         guard let flag = raw as? Bool else { throw Failure(message: "\"trusted\" must be true or false") }
                         profile.trusted = flag
                     }
-                    changed = try await setProfile(profile)
+                    // The same profile again (an import run twice) changes nothing and adds no history.
+                    changed = profile == stored ? false : try await setProfile(profile)
                 case let kind? where kind == "follow" || kind == "block":
                     guard let from = object["from"] as? String, let to = object["to"] as? String else {
                         throw Failure(message: "a \(kind) needs \"from\" and \"to\" user ids")
