@@ -90,17 +90,50 @@ public struct WebhookDispatcher: Service {
         }
     }
 
+    /// Every `interval`: queues what is new and starts what is due, without waiting for deliveries under way — a
+    /// receiver that answers slowly (or never, until its timeout) holds up only its own deliveries, at most
+    /// `maxInFlightPerWebhook` of them at once. On a graceful stop the deliveries under way finish, then one last pass.
     public func run() async throws {
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            // Claimed again every pass (which extends it): the holder keeps dispatching, and if it dies another
-            // daemon takes over once the claim expires.
-            if await leases?.claim(Self.workUnit) ?? true { _ = await pass() }
-            let interval = interval
-            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        enum Event: Sendable { case tick, finished(String) }
+        await withTaskGroup(of: Event.self) { group in
+            var inFlight: [String: String] = [:]
+            group.addTask { .tick }
+            while let event = await group.next() {
+                guard case .tick = event else {
+                    if case let .finished(id) = event { inFlight[id] = nil }
+                    continue
+                }
+                if Task.isShuttingDownGracefully || Task.isCancelled { continue }
+                // Claimed again every tick (which extends it): the holder keeps dispatching, and if it dies another
+                // daemon takes over once the claim expires.
+                if await leases?.claim(Self.workUnit) ?? true {
+                    _ = await enqueueAll()
+                    do {
+                        let due = try await store.dueWebhookDeliveries(at: now(), limit: 200 + inFlight.count)
+                        var perWebhook: [String: Int] = [:]
+                        for webhook in inFlight.values { perWebhook[webhook, default: 0] += 1 }
+                        for delivery in due where inFlight[delivery.id] == nil && perWebhook[delivery.webhook, default: 0] < Self.maxInFlightPerWebhook {
+                            inFlight[delivery.id] = delivery.webhook
+                            perWebhook[delivery.webhook, default: 0] += 1
+                            group.addTask { _ = await deliver(delivery); return .finished(delivery.id) }
+                        }
+                    } catch {
+                        logger.warning("cannot read due webhook deliveries", metadata: ["error": "\(error)"])
+                    }
+                }
+                let interval = interval
+                group.addTask {
+                    _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                    return .tick
+                }
+            }
         }
         // A last pass, then the claim goes for another daemon to take.
         _ = await passIfDispatcher()
     }
+
+    /// How many deliveries of one webhook are under way at once.
+    static let maxInFlightPerWebhook = 16
 
     static let workUnit = "webhooks"
     /// How long a delivery of a webhook missing from this dispatcher's config waits for one that has it.
@@ -121,13 +154,7 @@ public struct WebhookDispatcher: Service {
     @discardableResult
     public func pass() async -> Pass {
         var result = Pass()
-        for hook in webhooks {
-            do {
-                result.queued += try await enqueue(hook)
-            } catch {
-                logger.warning("cannot queue webhook deliveries", metadata: ["webhook": "\(hook.name)", "error": "\(error)"])
-            }
-        }
+        result.queued = await enqueueAll()
         do {
             let due = try await store.dueWebhookDeliveries(at: now(), limit: 200)
             let outcomes = await withTaskGroup(of: WebhookAttemptOutcome.self, returning: [WebhookAttemptOutcome].self) { group in
@@ -147,6 +174,19 @@ public struct WebhookDispatcher: Service {
             logger.warning("cannot read due webhook deliveries", metadata: ["error": "\(error)"])
         }
         return result
+    }
+
+    /// Every webhook's new history, as deliveries; returns how many were queued.
+    private func enqueueAll() async -> Int {
+        var queued = 0
+        for hook in webhooks {
+            do {
+                queued += try await enqueue(hook)
+            } catch {
+                logger.warning("cannot queue webhook deliveries", metadata: ["webhook": "\(hook.name)", "error": "\(error)"])
+            }
+        }
+        return queued
     }
 
     /// One webhook's new history, as deliveries.

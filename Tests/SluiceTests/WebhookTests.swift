@@ -33,6 +33,37 @@ import Testing
                           environment: ["TEST_WEBHOOK_SECRET": secret], now: { clock.now }, logger: quietLogger)
     }
 
+    /// A receiver that answers slowly holds up only its own deliveries: while one of its requests hangs, another
+    /// webhook's new deliveries still go out every tick.
+    @Test func aSlowReceiverHoldsUpOnlyItsOwnDeliveries() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let slow = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "", delay: 30) }
+        let fast = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "") }
+        defer { fast.stop() }
+        var slowHook = Self.hook(slow, events: [.approved])
+        slowHook.name = "slow"
+        slowHook.timeoutSeconds = 60
+        var fastHook = Self.hook(fast, events: [.approved])
+        fastHook.name = "fast"
+        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let dispatcher = WebhookDispatcher(webhooks: [slowHook, fastHook], store: services.store, transport: WebhookHTTPTransport(),
+                                           environment: ["TEST_WEBHOOK_SECRET": Self.secret], interval: .milliseconds(50), logger: quietLogger)
+        try await dispatcher.register()
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "dana", name: "one.jpg")
+        _ = try await runOnce(root, server: vision)
+        let running = Task { try await dispatcher.run() }
+        #expect(await waitUntil(seconds: 20) { slow.received.count == 1 && fast.received.count == 1 })
+        // The slow receiver is still answering its first request (30 s); a second change reaches the fast one meanwhile.
+        try root.drop(TestEnvironment.fixture("images/photos/hubble_deep_field.jpg"), user: "dana", name: "two.jpg")
+        _ = try await runOnce(root, server: vision)
+        #expect(await waitUntil(seconds: 20) { fast.received.count == 2 }, "the fast webhook waited for the slow one")
+        slow.stop()
+        running.cancel()
+        _ = try? await running.value
+    }
+
     @Test func deliveriesAreSignedRetriedAndSurviveARestart() async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
