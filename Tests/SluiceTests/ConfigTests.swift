@@ -76,6 +76,13 @@ import Testing
 
     @Test(arguments: [
         (#"{"dataRoot": "d", "visoin": {}}"#, "unknown config key \"visoin\""),
+        // Foundation's parser keeps the first of two keys and takes trailing commas; jq and Python read the last.
+        (#"{"policy": {"racy": {"block": "VERY_LIKELY"}}, "dataRoot": "d", "policy": {"racy": {"block": "LIKELY"}}}"#, "\"policy\": the key appears twice"),
+        (#"{"dataRoot": "a", "dat\u0061Root": "b"}"#, "\"dataRoot\": the key appears twice"),
+        (#"{"webhooks": [{"name": "a", "url": "http://h", "name": "b"}]}"#, "\"webhooks[0].name\": the key appears twice"),
+        (#"{"text": {"maxLength": 100,}}"#, "\"text\": a comma before \"}\""),
+        (#"{"dataRoot": "d",}"#, "line 1: a comma before \"}\""),
+        (#"{"localVision": {"models": ["open_nsfw",]}}"#, "\"localVision.models\": a comma before \"]\""),
         (#"{"threads": {"llm": {"provider": "gemini", "prompt": "x"}}}"#, "unknown config key \"threads.llm.prompt\""),
         (#"{"threads": {"embeddings": {"provider": "bert"}}}"#, "threads.embeddings.provider"),
         (#"{"threads": {"embeddings": {"baseURL": "file:///x"}}}"#, "threads.embeddings.baseURL"),

@@ -16,6 +16,10 @@ extension PipelineConfig {
 
     /// Parses config JSON; `baseDirectory` anchors relative paths.
     public static func parse(_ data: Data, baseDirectory: URL, sourceName: String = "config") throws -> PipelineConfig {
+        if let problem = StrictJSONCheck.problem(in: data) {
+            if let path = problem.path { throw ConfigurationError.badValue(key: path, reason: problem.message) }
+            throw ConfigurationError.invalidJSON(path: sourceName, reason: "line \(problem.line): \(problem.message)")
+        }
         let file: ConfigFile
         do {
             file = try JSONDecoder().decode(ConfigFile.self, from: data)
