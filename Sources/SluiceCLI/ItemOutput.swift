@@ -38,7 +38,10 @@ struct TextTable {
     var headers: [String]
     var rows: [[String]] = []
 
+    /// Cells come from outside (file names, reasons): control characters are escaped, so a name cannot move the
+    /// cursor, recolour the terminal or start a new row.
     func render() -> String {
+        let rows = rows.map { $0.map(Identifiers.terminalSafe) }
         var widths = headers.map(\.count)
         for row in rows {
             for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) }

@@ -69,7 +69,7 @@ struct CommonOptions: ParsableArguments {
     func bootstrapLogging(default fallback: Logger.Level) throws {
         let level = try requestedLevel() ?? fallback
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TerminalSafeLogHandler(StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }

@@ -56,7 +56,8 @@ struct StatusCommand: AsyncParsableCommand {
             let change = [event.fromStatus?.rawValue, event.toStatus?.rawValue].compactMap { $0 }.joined(separator: " → ")
             lines.append("  \(event.at.formatted(.iso8601))  \(event.type)  \(change)  \(event.stage.map { "[\($0)] " } ?? "")\(event.detail ?? "")")
         }
-        print(lines.joined(separator: "\n"))
+        // Ids, paths, texts and reasons come from outside: control characters are escaped (see TextTable).
+        print(lines.map(Identifiers.terminalSafe).joined(separator: "\n"))
     }
 }
 

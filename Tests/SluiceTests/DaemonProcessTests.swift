@@ -141,6 +141,24 @@ import Testing
         #expect(files.contains("approved/u/x.jpg") && files.filter { $0.hasPrefix("pending/") || $0.hasPrefix("quarantine/") }.isEmpty, "\(files)")
     }
 
+    /// A file name is chosen by whoever uploads: its control characters reach neither the operator's terminal (colour,
+    /// cursor, title escapes) nor the log as a forged line.
+    @Test func fileNamesCannotWriteEscapesOrLogLines() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let name = "evil\u{1B}[31mRED\u{1B}[0m\u{1B}]0;pwned\u{07}\n2026-01-01 info sluice: item=forged status=approved.jpg"
+        try root.drop(Data("not an image".utf8), user: "u", name: name)
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let run = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "info"])
+        #expect(run.status == 0)
+        #expect(!run.stderr.contains("\u{1B}") && !run.stderr.contains("\u{07}") && run.stderr.contains("\\u{1B}[31mRED"), "\(run.stderr)")
+        #expect(!run.stderr.split(separator: "\n").contains { $0.hasPrefix("2026-01-01 info sluice: item=forged") }, "a forged log line")
+        let list = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", config.path])
+        #expect(list.status == 0 && !list.stdout.contains("\u{1B}") && list.stdout.contains("evil\\u{1B}[31mRED"), "\(list.stdout)")
+        #expect(list.stdout.split(separator: "\n").count == 3, "one row for the upload (header, row, counts): \(list.stdout)")
+    }
+
     @Test func statusAndListPrintDocumentedJSON() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)

@@ -77,6 +77,29 @@ public enum Identifiers {
         return "\(role) \(printable(value, limit: 64)) has characters outside [A-Za-z0-9_-]"
     }
 
+    /// Text from outside (file names, messages, reasons) made safe to print on a terminal or in a one-line log
+    /// record: control characters (C0, DEL, C1: escape sequences, carriage returns, line breaks that would forge a log
+    /// line) are written as `\n`, `\t`, `\r` or `\u{1B}`; everything else is kept.
+    public static func terminalSafe(_ value: String) -> String {
+        guard value.unicodeScalars.contains(where: isControl) else { return value }
+        var out = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            guard isControl(scalar) else { out.append(scalar); continue }
+            let escaped = switch scalar {
+            case "\n": "\\n"
+            case "\t": "\\t"
+            case "\r": "\\r"
+            default: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            }
+            out.append(contentsOf: escaped.unicodeScalars)
+        }
+        return String(out)
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
     /// A value from outside, quoted for a message: at most `limit` scalars, control characters shown as `?`.
     public static func printable(_ value: String, limit: Int = 80) -> String {
         let scalars = value.unicodeScalars
