@@ -30,6 +30,7 @@ import Testing
             #"{"id": "m10", "userId": "ivy", "text": 42}"#,
             "",
             #"{"id": "m11", "userId": "bad user", "text": "hi"}"#,
+            #"{"id": "m12", "userId": "jo", "text": "hi", "sentAt": "2026-02-30T10:00:00Z"}"#,
         ])
         let store = try await runOnce(root, server: server)
         #expect(root.exists("queues/text/done/chat.jsonl"))
@@ -57,13 +58,14 @@ import Testing
             ("m9", "queues/text/chat.jsonl:9: text is 10001 characters long, over the 10000 limit (text.maxLength)"),
             ("m10", "queues/text/chat.jsonl:10: field \"text\" must be a string"),
             ("m11", "queues/text/chat.jsonl:12: bad userId \"bad user\": must match [A-Za-z0-9_-]{1,128}"),
+            ("m12", "queues/text/chat.jsonl:13: field \"sentAt\" must be an ISO 8601 date-time that exists"),
         ]
         for (id, reason) in expectations {
             let item = try #require(try await store.item(id), "\(id) missing")
             #expect(item.status == .rejected, "\(id)")
             #expect(item.reason == reason)
         }
-        #expect(try await store.items(kind: .text).count == 11)
+        #expect(try await store.items(kind: .text).count == 12)
     }
 
     /// Lines are split by `\n` (a `\r` before it dropped), blank and whitespace-only lines are skipped but counted, and

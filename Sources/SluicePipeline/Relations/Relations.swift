@@ -151,7 +151,29 @@ public struct Relations: Sendable {
     /// RFC 3339 date-times: `Z` or an offset, with or without fractional seconds (any case).
     public static func date(_ text: String) -> Date? {
         let upper = text.uppercased()
-        return (try? fractionalSeconds.parse(upper)) ?? (try? wholeSeconds.parse(upper))
+        guard let date = (try? fractionalSeconds.parse(upper)) ?? (try? wholeSeconds.parse(upper)), isCalendarDate(upper) else { return nil }
+        return date
+    }
+
+    /// Whether the date and time written (`YYYY-MM-DDTHH:MM:SS`) exist: the parse styles roll an impossible one over
+    /// (`2026-02-30` became 2 March).
+    static func isCalendarDate(_ text: String) -> Bool {
+        let bytes = Array(text.utf8.prefix(19))
+        guard bytes.count == 19 else { return false }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                guard (0x30...0x39).contains(bytes[index]) else { return nil }
+                value = value * 10 + Int(bytes[index] - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), hour <= 23, minute <= 59, second <= 59 else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(day)
     }
 
     /// Parse styles are immutable values: made once, not per line (an `ISO8601DateFormatter` per call cost a third

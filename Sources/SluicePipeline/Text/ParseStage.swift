@@ -58,7 +58,7 @@ struct ParseStage: Stage {
         var sentAt: Date?
         if let raw = object["sentAt"], !(raw is NSNull) {
             guard let value = raw as? String, let date = Self.date(value) else {
-                return rejected(id, userId: userId, "field \"sentAt\" must be an ISO 8601 date-time")
+                return rejected(id, userId: userId, "field \"sentAt\" must be an ISO 8601 date-time that exists")
             }
             sentAt = date
         }
