@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SluiceCore
 import SluicePipeline
+import Synchronization
 
 /// Ingests `queues/text/*.jsonl`: one JSON object a line, `{"id", "userId", "text", "context"?, "kind"?}`.
 /// Every line runs through the text pipeline and becomes an item (approved or blocked with the verdict, or
@@ -16,6 +17,14 @@ public struct TextQueueIngestor: Sendable {
     let store: any StatusStore
     let pipeline: TextPipeline
     let logger: Logger
+    /// Entries of the queue folder that are not read, each named in the log once.
+    private let ignored = IgnoredEntries()
+
+    /// The names already reported as ignored (a scan runs on every change, so each is logged only once).
+    final class IgnoredEntries: Sendable {
+        private let names = Mutex<Set<String>>([])
+        func first(_ name: String) -> Bool { names.withLock { $0.insert(name).inserted } }
+    }
 
     public init(root: DataRoot, store: any StatusStore, pipeline: TextPipeline, logger: Logger) {
         self.root = root
@@ -27,12 +36,29 @@ public struct TextQueueIngestor: Sendable {
     public var queue: URL { root.url.appendingPathComponent("queues/text", isDirectory: true) }
     public var done: URL { queue.appendingPathComponent("done", isDirectory: true) }
 
-    /// Queue files ready to ingest (writers use a dotfile or `.part`/`.tmp` and rename).
+    /// Queue files ready to ingest (writers use a dotfile or `.part`/`.tmp` and rename). Anything else in the folder
+    /// — a link, a folder, a name not ending in `.jsonl` — is left alone and named in the log once, so a file that
+    /// will never be read does not sit there unnoticed.
     public func pendingFiles() -> [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: queue.path)) ?? []
-        return names.filter { $0.hasSuffix(".jsonl") && !PendingUpload.isInProgress($0) }.sorted()
-            .map { queue.appendingPathComponent($0) }
-            .filter { FileType(at: $0) == .regular }
+        var ready: [URL] = []
+        for name in names.sorted() where name != "done" && !PendingUpload.isInProgress(name) {
+            let file = queue.appendingPathComponent(name)
+            let type = FileType(at: file)
+            let why: String? = if type == .symlink { "it is a symbolic link (links are never followed)" }
+                else if type == .directory { "it is a folder (queue files are read from queues/text/ itself)" }
+                else if !name.hasSuffix(".jsonl") { "its name does not end in .jsonl" }
+                else if type != .regular { "it is not a regular file" }
+                else { nil }
+            if let why {
+                if ignored.first(name) {
+                    logger.warning("text queue entry ignored", metadata: ["file": "\(name)", "reason": "\(why)"])
+                }
+                continue
+            }
+            ready.append(file)
+        }
+        return ready
     }
 
     public struct FileSummary: Sendable, Equatable {

@@ -216,6 +216,25 @@ import Testing
         #expect(root.exists("queues/text/done/live.jsonl"))
     }
 
+    /// What the queue folder holds but never reads (a link, a folder, another extension) is named in the log.
+    @Test func entriesThatAreNeverReadAreNamed() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "real.jsonl", [#"{"id": "r1", "userId": "u", "text": "hi"}"#])
+        let folder = root.file("queues/text")
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("link.jsonl"), withDestinationURL: folder.appendingPathComponent("real.jsonl"))
+        try Data("{}".utf8).write(to: folder.appendingPathComponent("UP.JSONL"))
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let run = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "warning"])
+        #expect(run.status == 0)
+        for (name, why) in [("link.jsonl", "symbolic link"), ("UP.JSONL", "does not end in .jsonl"), ("sub", "is a folder")] {
+            #expect(run.stderr.contains("text queue entry ignored") && run.stderr.contains("file=\(name)") && run.stderr.contains(why), "\(name): \(run.stderr)")
+        }
+        #expect(!run.stderr.contains("file=done"))
+    }
+
     /// A writer that reuses a file name: every finished file is kept in done/, none replaced.
     @Test func aReusedFileNameKeepsEveryFinishedFile() async throws {
         let root = try TemporaryDataRoot()
