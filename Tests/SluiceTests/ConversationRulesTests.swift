@@ -166,6 +166,11 @@ import Testing
         #expect((json["message"] as? [String: Any])?["recipientId"] as? String == "rita")
 
         try await Self.application(root).test(.router) { client in
+            // The sender's app reads the auto-reply over HTTP too.
+            try await client.execute(uri: "/v1/items/m1", method: .get, headers: SeedClientTests.user("mallory")) { response in
+                #expect(response.status == .ok && SeedClientTests.json(response.body)["autoReply"] as? String == "This user has blocked you",
+                        "\(String(buffer: response.body))")
+            }
             _ = try await Self.call(client, "unblockUser", as: "rita", #"{"blockerID": "rita", "blockedID": "mallory"}"#)
         }
         store = try await Self.send(root, [["id": "m2", "senderId": "mallory", "recipientId": "rita", "conversationId": "c1", "text": "sorry about earlier"]])

@@ -340,6 +340,7 @@ schemas["Item"] = {"type": "object", "required": ["id", "kind", "userId", "statu
     "status": {"type": "string", "enum": ["pending", "approved", "review", "blocked", "rejected"]},
     "imageStatus": {"type": "string", "enum": ["approved", "pending", "blocked"], "description": "approved; pending (pending and review); blocked (blocked and rejected)."},
     "reason": {"type": "string"}, "caption": {"type": "string"}, "priority": ref("Priority"), "text": ref("TextVerdict"),
+    "autoReply": {"type": "string", "description": "Text messages: what the conversation rules tell the sender (seed 004: \"This user has blocked you\")."},
     "pdq": {"type": "object", "required": ["hash", "quality"], "description": "Images: the PDQ perceptual hash of the decoded image.", "properties": {
         "hash": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "quality": {"type": "integer", "minimum": 0, "maximum": 100}}},
     "match": {"type": "object", "required": ["bank", "distance", "hash", "action", "acted"], "description": "Images: the hash bank the image matched.", "properties": {

@@ -218,6 +218,8 @@ struct ItemResponse: Encodable {
     var caption: String?
     var priority: PriorityVerdict?
     var text: TextVerdict?
+    /// Text messages: what the sender is told by the conversation rules (seed 004's "This user has blocked you").
+    var autoReply: String?
     /// Images: the PDQ hash {hash, quality} and a bank match {bank, distance, hash, action, acted}.
     var pdq: PDQFingerprint?
     var match: MatchResponse?
@@ -262,6 +264,7 @@ struct ItemResponse: Encodable {
         caption = item.caption?.caption?.caption
         priority = item.priority
         text = item.textVerdict
+        autoReply = item.conversation?.autoReply
         pdq = item.pdq
         match = item.match.map { MatchResponse(bank: $0.bank, distance: $0.distance, hash: $0.hash.hex, action: $0.action.rawValue, acted: $0.acted) }
         createdAt = item.createdAt
