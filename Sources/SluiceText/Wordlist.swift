@@ -43,7 +43,9 @@ public struct Wordlist: Sendable {
     }
 
     /// Loads `{language}.tsv` and `allowlist-{language}.txt` (if present) for each language from `directory`,
-    /// then the extra files.
+    /// then the extra files. A term of the operator's own wordlists is not kept off by the built-in allowlists
+    /// (they protect the built-in terms' innocent look-alikes; an operator who lists "hello" means it) — only by the
+    /// operator's own allowlists.
     public static func load(directory: URL, languages: [String], extraWordlists: [URL] = [],
                             extraAllowlists: [URL] = []) throws(WordlistError) -> Wordlist {
         var list = Wordlist()
@@ -53,7 +55,13 @@ public struct Wordlist: Sendable {
             let allow = directory.appendingPathComponent("allowlist-\(language).txt")
             if FileManager.default.fileExists(atPath: allow.path) { list.allowed += parseAllowlist(try read(allow)) }
         }
-        for file in extraWordlists { list.entries += try parseTerms(try read(file), source: file.path) }
+        var operatorTerms = Set<String>()
+        for file in extraWordlists {
+            let entries = try parseTerms(try read(file), source: file.path)
+            operatorTerms.formUnion(entries.map(\.term))
+            list.entries += entries
+        }
+        if !operatorTerms.isEmpty { list.allowed.removeAll { operatorTerms.contains($0) } }
         for file in extraAllowlists { list.allowed += parseAllowlist(try read(file)) }
         return list
     }

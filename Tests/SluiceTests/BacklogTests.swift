@@ -64,6 +64,11 @@ import Testing
         let newConfig = try root.writeConfigFile(endpoint: swapped.endpoint, extra: """
         "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)", "wordlists": ["\(words.path)"]}
         """)
+        // An operator's term is not kept off by the built-in allowlist (which has "hello", for "hell"): the operator means it.
+        try Data("frobnicate\tstrong\tother\tword\nhello\tmild\tother\tword\n".utf8).write(to: words)
+        let hello = try await shell(TestEnvironment.sluiceBinary, ["check-text", "hello there", "--json", "--config", newConfig.path])
+        #expect(hello.stdout.contains("\"hello\""), "the operator's term is matched: \(hello.stdout)")
+        try Data("frobnicate\tstrong\tother\tword\n".utf8).write(to: words)
         let before = try snapshot(root)
         let dry = try await shell(TestEnvironment.sluiceBinary, ["reprocess", "--dry-run", "--json", "--config", newConfig.path])
         #expect(dry.status == 0, "\(dry.stderr)")
