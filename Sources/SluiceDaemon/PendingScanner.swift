@@ -27,10 +27,10 @@ public struct PendingScanner: Sendable {
                     uploads.append(PendingUpload(url: file, userFolder: name, fileName: fileName, identity: identity))
                 }
             case .symlink:
-                uploads.append(PendingUpload(url: url, userFolder: "_pending", fileName: name,
+                uploads.append(PendingUpload(url: url, userFolder: PendingUpload.looseFolder, fileName: name,
                                              identity: .invalid(reason: "pending/\(name) is a symbolic link; links are never followed")))
             case .regular, .other:
-                uploads.append(PendingUpload(url: url, userFolder: "_pending", fileName: name,
+                uploads.append(PendingUpload(url: url, userFolder: PendingUpload.looseFolder, fileName: name,
                                              identity: .invalid(reason: "pending/\(name) is not inside a user folder (expected pending/{userId}/{imageId})")))
             case .missing:
                 continue

@@ -21,6 +21,8 @@ import Testing
         try FileManager.default.createSymbolicLink(atPath: root.pending.appendingPathComponent("linkuser").path,
                                                    withDestinationPath: photo.deletingLastPathComponent().path)
         try Data("x".utf8).write(to: root.pending.appendingPathComponent("loose.jpg"))
+        // A user who happens to be called _pending, with a file of the same name: neither original replaces the other.
+        try root.drop(Data("y".utf8), user: "_pending", name: "loose.jpg")
 
         let store = try await runOnce(root, server: server)
         #expect(server.received.isEmpty, "nothing with a bad name reaches the provider")
@@ -34,16 +36,18 @@ import Testing
         #expect(reasons["u1/" + String(repeating: "a", count: 129) + ".jpg"]?.contains("over the 128 limit") == true)
         #expect(reasons["u1/folder-image"]?.contains("folder where an image file belongs") == true)
         #expect(reasons["u1/link"]?.contains("symbolic link") == true)
-        #expect(reasons["_pending/linkuser"]?.contains("symbolic link") == true)
-        #expect(reasons["_pending/loose.jpg"]?.contains("not inside a user folder") == true)
-        #expect(rejected.count == 10)
+        #expect(reasons["@pending/linkuser"]?.contains("symbolic link") == true)
+        #expect(reasons["@pending/loose.jpg"]?.contains("not inside a user folder") == true)
+        #expect(reasons["_pending/loose"]?.isEmpty == false)
+        #expect(rejected.count == 11)
         // Everything left pending/ for rejected/, and the link's target was not touched.
         #expect(FileManager.default.fileExists(atPath: photo.path))
         let leftovers = root.allFiles().filter { $0.hasPrefix("pending/") }
         #expect(leftovers.isEmpty, "\(leftovers)")
         for item in rejected { #expect(item.original.map { $0.hasPrefix("rejected/") } == true) }
         // A safe name keeps it (a file put straight into pending/); an unsafe one is replaced.
-        #expect(root.exists("rejected/_pending/loose.jpg"))
+        #expect(root.exists("rejected/@pending/loose.jpg") && root.exists("rejected/_pending/loose.jpg"))
+        #expect(try read(root.file("rejected/@pending/loose.jpg")) == Data("x".utf8) && (try read(root.file("rejected/_pending/loose.jpg"))) == Data("y".utf8))
         #expect(rejected.first { $0.id.rawValue == "u1/has space.jpg" }?.original?.hasPrefix("rejected/u1/invalid-") == true)
         #expect(root.allFiles().filter { $0.hasPrefix("approved/") }.isEmpty)
     }

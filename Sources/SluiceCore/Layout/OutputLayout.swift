@@ -44,7 +44,8 @@ public struct OutputLayout: Sendable, Equatable {
             let name = upload.fileName.contains(".") || format == nil ? upload.fileName : "\(upload.fileName).\(format?.fileExtension ?? "bin")"
             return folder.appendingPathComponent(upload.userFolder).appendingPathComponent(name)
         case .invalid:
-            return folder.appendingPathComponent(Self.safeSegment(upload.userFolder)).appendingPathComponent(Self.safeFileName(upload.fileName))
+            let user = upload.userFolder == PendingUpload.looseFolder ? upload.userFolder : Self.safeSegment(upload.userFolder)
+            return folder.appendingPathComponent(user).appendingPathComponent(Self.safeFileName(upload.fileName))
         }
     }
 
@@ -64,7 +65,7 @@ public struct OutputLayout: Sendable, Equatable {
     public func absolute(_ relative: String) -> URL { root.absolute(relative) }
 
     /// A safe file name: `{segment}` or `{segment}.{ext}` (1–10 letters or digits) as it is, else a hash-based
-    /// stand-in (a `loose.png` put straight into pending/ keeps its name in rejected/_pending/).
+    /// stand-in (a `loose.png` put straight into pending/ keeps its name in rejected/@pending/).
     public static func safeFileName(_ raw: String) -> String {
         let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
         if parts.count == 2, Identifiers.isValidSegment(String(parts[0])), (1...10).contains(parts[1].count),

@@ -39,6 +39,10 @@ public struct PendingUpload: Sendable, Equatable, Hashable {
 
     public var userId: String { image?.userId ?? userFolder }
 
+    /// The stand-in user folder of entries put straight into pending/ (not in a user folder): `@` is outside the user
+    /// id alphabet, so their items (`@pending/loose.jpg`) and kept files (`rejected/@pending/`) never meet a user's.
+    public static let looseFolder = "@pending"
+
     /// Names a writer is still busy with: dotfiles, `*.part`, `*.tmp`.
     public static func isInProgress(_ name: String) -> Bool {
         let lowered = name.lowercased()
