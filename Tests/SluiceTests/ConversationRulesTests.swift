@@ -141,7 +141,7 @@ import Testing
             for (name, data, field) in [("blockUser", #"{"blockerID": "u3", "blockedID": "u4"}"#, "blockerID"),
                                         ("reportUser", #"{"reporterID": "u3", "reportedID": "u4", "reason": "rude"}"#, "reporterID")] {
                 try await client.execute(uri: "/v1/functions/\(name)", method: .post, headers: acting, body: ByteBuffer(string: #"{"data": \#(data)}"#)) { response in
-                    #expect(response.status == .badRequest && String(buffer: response.body).contains("X-User-Id (u1) and data.\(field) (u3) name different users"),
+                    #expect(response.status == .forbidden && String(buffer: response.body).contains("X-User-Id (u1) and data.\(field) (u3) name different users"),
                             "\(name): \(String(buffer: response.body))")
                 }
             }

@@ -130,7 +130,7 @@ struct CallableRoutes {
         }
         // A backend acting for one user may not report as another (and charge the first one's quota).
         if case let .app(actingFor?)? = context.principal, actingFor != arguments.reporterID {
-            throw APIError(.invalidArgument, "X-User-Id (\(actingFor)) and data.reporterID (\(arguments.reporterID)) name different users; send one of them")
+            throw APIError(.permissionDenied, "X-User-Id (\(actingFor)) and data.reporterID (\(arguments.reporterID)) name different users; send one of them")
         }
         try await limits.consume(.report, context: context)
         let report = Report(reportId: "rpt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),

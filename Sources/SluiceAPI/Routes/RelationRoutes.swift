@@ -36,7 +36,7 @@ struct RelationRoutes {
                     throw APIError(.permissionDenied, "data.blockerID must be the signed-in user")
                 }
                 if let caller, blockerID != caller {
-                    throw APIError(.invalidArgument, "X-User-Id (\(caller)) and data.blockerID (\(blockerID)) name different users; send one of them")
+                    throw APIError(.permissionDenied, "X-User-Id (\(caller)) and data.blockerID (\(blockerID)) name different users; send one of them")
                 }
                 return (blockerID, other)
             }
