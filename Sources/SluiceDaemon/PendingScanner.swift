@@ -19,6 +19,8 @@ public struct PendingScanner: Sendable {
                 guard let inner = try? fm.contentsOfDirectory(atPath: url.path) else { continue }
                 for fileName in inner.sorted() where !PendingUpload.isInProgress(fileName) {
                     let file = url.appendingPathComponent(fileName)
+                    // Written in place and still open: left for the scan its writer's close brings.
+                    if FileOps.isRecentlyWrittenAndOpen(file) { continue }
                     let identity: PendingUpload.Identity = if let userProblem {
                         .invalid(reason: "bad name: \(userProblem)")
                     } else {

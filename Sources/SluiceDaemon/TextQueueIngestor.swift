@@ -56,6 +56,8 @@ public struct TextQueueIngestor: Sendable {
                 }
                 continue
             }
+            // Appended to in place and still open: left for the scan its writer's close brings (not claimed meanwhile).
+            if FileOps.isRecentlyWrittenAndOpen(file) { continue }
             ready.append(file)
         }
         return ready
@@ -130,7 +132,8 @@ public struct TextQueueIngestor: Sendable {
             guard var item = judged.run.item(from: base, scope: .upload) else { continue }
             if let owner = owners[item.id], owner != item.userId {
                 item = item.refusedAsAnotherUsersID(lineID: judged.fallbackID)
-            } else if owners[item.id] == nil {
+            } else if owners[item.id] == nil, !item.userId.isEmpty {
+                // A line rejected without a user id ("") claims no id.
                 owners[item.id] = item.userId
             }
             if item.status == .rejected { rejected += 1 }

@@ -90,41 +90,60 @@ public struct WebhookDispatcher: Service {
         }
     }
 
-    /// Every `interval`: queues what is new and starts what is due, without waiting for deliveries under way — a
-    /// receiver that answers slowly (or never, until its timeout) holds up only its own deliveries, at most
-    /// `maxInFlightPerWebhook` of them at once. On a graceful stop the deliveries under way finish, then one last pass.
+    /// Every `interval`: queues what is new and starts what is due, without waiting for deliveries under way. Each
+    /// webhook is read and filled on its own — at most `maxInFlightPerWebhook` of its deliveries at once, the next
+    /// one started as soon as one ends — so a receiver that answers slowly (or never, until its timeout) holds up
+    /// only its own deliveries. On a graceful stop the deliveries under way finish, then one last pass.
     public func run() async throws {
-        enum Event: Sendable { case tick, finished(String) }
+        enum Event: Sendable { case tick, finished(id: String, webhook: String) }
         await withTaskGroup(of: Event.self) { group in
-            var inFlight: [String: String] = [:]
+            var inFlight: [String: Set<String>] = [:]
+            var dispatching = false
+            /// Starts due deliveries of `hook` while it has room.
+            func fill(_ hook: String) async {
+                let running = inFlight[hook, default: []]
+                let room = Self.maxInFlightPerWebhook - running.count
+                guard dispatching, room > 0 else { return }
+                do {
+                    // Its deliveries under way are still pending (and due) until recorded: read past them.
+                    let due = try await store.dueWebhookDeliveries(at: now(), limit: room + running.count, webhook: hook)
+                    for delivery in due where !running.contains(delivery.id) && inFlight[hook, default: []].count < Self.maxInFlightPerWebhook {
+                        inFlight[hook, default: []].insert(delivery.id)
+                        group.addTask { _ = await deliver(delivery); return .finished(id: delivery.id, webhook: hook) }
+                    }
+                } catch {
+                    logger.warning("cannot read due webhook deliveries", metadata: ["webhook": "\(hook)", "error": "\(error)"])
+                }
+            }
             group.addTask { .tick }
             while let event = await group.next() {
-                guard case .tick = event else {
-                    if case let .finished(id) = event { inFlight[id] = nil }
-                    continue
-                }
-                if Task.isShuttingDownGracefully || Task.isCancelled { continue }
-                // Claimed again every tick (which extends it): the holder keeps dispatching, and if it dies another
-                // daemon takes over once the claim expires.
-                if await leases?.claim(Self.workUnit) ?? true {
-                    _ = await enqueueAll()
-                    do {
-                        let due = try await store.dueWebhookDeliveries(at: now(), limit: 200 + inFlight.count)
-                        var perWebhook: [String: Int] = [:]
-                        for webhook in inFlight.values { perWebhook[webhook, default: 0] += 1 }
-                        for delivery in due where inFlight[delivery.id] == nil && perWebhook[delivery.webhook, default: 0] < Self.maxInFlightPerWebhook {
-                            inFlight[delivery.id] = delivery.webhook
-                            perWebhook[delivery.webhook, default: 0] += 1
-                            group.addTask { _ = await deliver(delivery); return .finished(delivery.id) }
+                let stopping = Task.isShuttingDownGracefully || Task.isCancelled
+                switch event {
+                case let .finished(id, hook):
+                    inFlight[hook]?.remove(id)
+                    if !stopping { await fill(hook) }
+                case .tick:
+                    if stopping { continue }
+                    // Claimed again every tick (which extends it): the holder keeps dispatching, and if it dies another
+                    // daemon takes over once the claim expires.
+                    dispatching = await leases?.claim(Self.workUnit) ?? true
+                    if dispatching {
+                        _ = await enqueueAll()
+                        for hook in webhooks { await fill(hook.name) }
+                        // Deliveries of a webhook no longer configured wait (or fail) as in a pass.
+                        let known = Set(webhooks.map(\.name))
+                        if let due = try? await store.dueWebhookDeliveries(at: now(), limit: 50, webhook: nil) {
+                            for delivery in due where !known.contains(delivery.webhook) && inFlight[delivery.webhook, default: []].isEmpty {
+                                inFlight[delivery.webhook, default: []].insert(delivery.id)
+                                group.addTask { _ = await deliver(delivery); return .finished(id: delivery.id, webhook: delivery.webhook) }
+                            }
                         }
-                    } catch {
-                        logger.warning("cannot read due webhook deliveries", metadata: ["error": "\(error)"])
                     }
-                }
-                let interval = interval
-                group.addTask {
-                    _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-                    return .tick
+                    let interval = interval
+                    group.addTask {
+                        _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                        return .tick
+                    }
                 }
             }
         }
@@ -156,7 +175,7 @@ public struct WebhookDispatcher: Service {
         var result = Pass()
         result.queued = await enqueueAll()
         do {
-            let due = try await store.dueWebhookDeliveries(at: now(), limit: 200)
+            let due = try await store.dueWebhookDeliveries(at: now(), limit: 200, webhook: nil)
             let outcomes = await withTaskGroup(of: WebhookAttemptOutcome.self, returning: [WebhookAttemptOutcome].self) { group in
                 for delivery in due { group.addTask { await deliver(delivery) } }
                 var outcomes: [WebhookAttemptOutcome] = []

@@ -118,11 +118,16 @@ extension SQLiteStore {
         }
     }
 
-    public func dueWebhookDeliveries(at date: Date, limit: Int) async throws(StoreError) -> [WebhookDelivery] {
+    public func dueWebhookDeliveries(at date: Date, limit: Int, webhook: String?) async throws(StoreError) -> [WebhookDelivery] {
         try await read("read due webhook deliveries") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM webhookDelivery WHERE state = 'pending' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, createdAt LIMIT ?
-                """, arguments: [date, limit]).compactMap(Self.delivery)
+            guard let webhook else {
+                return try Row.fetchAll(db, sql: """
+                    SELECT * FROM webhookDelivery WHERE state = 'pending' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, createdAt LIMIT ?
+                    """, arguments: [date, limit]).compactMap(Self.delivery)
+            }
+            return try Row.fetchAll(db, sql: """
+                SELECT * FROM webhookDelivery WHERE state = 'pending' AND webhook = ? AND nextAttemptAt <= ? ORDER BY nextAttemptAt, createdAt LIMIT ?
+                """, arguments: [webhook, date, limit]).compactMap(Self.delivery)
         }
     }
 

@@ -74,7 +74,8 @@ extension SQLiteStore {
         if let lineIDs {
             var refused: [String] = []
             for index in items.indices {
-                guard let owner = owners[items[index].id.rawValue], owner != items[index].userId, index < lineIDs.count else { continue }
+                // A stored line rejected without a user id ("") belongs to no one.
+                guard let owner = owners[items[index].id.rawValue], !owner.isEmpty, owner != items[index].userId, index < lineIDs.count else { continue }
                 items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
                 refused.append(lineIDs[index].rawValue)
             }

@@ -162,8 +162,14 @@ import Testing
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
         defer { server.stop() }
-        try writeQueue(root, "one.jsonl", [#"{"id": "m2", "userId": "alice", "text": "you are a fucking idiot"}"#])
+        try writeQueue(root, "one.jsonl", [#"{"id": "m2", "userId": "alice", "text": "you are a fucking idiot"}"#,
+                                           #"{"id": "m5", "text": "no user"}"#])
         _ = try await runOnce(root, server: server)
+        // A line rejected without a user id claims no id: its corrected resend is recorded under it.
+        try writeQueue(root, "fixed.jsonl", [#"{"id": "m5", "userId": "erin", "text": "no user"}"#])
+        let fixed = try await runOnce(root, server: server)
+        let m5 = try await fixed.item("m5")
+        #expect(m5?.userId == "erin" && m5?.status == .approved, "\(String(describing: m5))")
         let twice = [#"{"id": "m2", "userId": "bob", "text": "hello"}"#,
                      #"{"id": "m9", "userId": "carol", "text": "first"}"#, #"{"id": "m9", "userId": "dave", "text": "second"}"#]
         try writeQueue(root, "two.jsonl", twice)

@@ -64,6 +64,27 @@ import Testing
         _ = try? await running.value
     }
 
+    /// A webhook's next delivery starts as soon as one ends, not at the next tick: 40 changes reach a quick receiver
+    /// long before a 30 s tick would have let a third batch of 16 go.
+    @Test func aQuickReceiverIsNotHeldToOneBatchPerTick() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let receiver = try await FakeJSONServer.start { _, _ in .init(status: 204, body: "") }
+        defer { receiver.stop() }
+        let hook = Self.hook(receiver, events: [.approved])
+        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let dispatcher = WebhookDispatcher(webhooks: [hook], store: services.store, transport: WebhookHTTPTransport(),
+                                           environment: ["TEST_WEBHOOK_SECRET": Self.secret], interval: .seconds(30), logger: quietLogger)
+        try await dispatcher.register()
+        try root.writeQueue("many.jsonl", (0..<40).map { #"{"id": "q\#($0)", "userId": "u", "text": "hello \#($0)"}"# })
+        _ = try await runOnce(root, server: vision)
+        let running = Task { try await dispatcher.run() }
+        #expect(await waitUntil(seconds: 20) { receiver.received.count == 40 }, "\(receiver.received.count) of 40 delivered")
+        running.cancel()
+        _ = try? await running.value
+    }
+
     @Test func deliveriesAreSignedRetriedAndSurviveARestart() async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)

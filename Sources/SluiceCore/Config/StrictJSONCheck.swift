@@ -21,6 +21,8 @@ struct StrictJSONCheck {
     /// to it: the check stops quietly at anything it does not understand.
     static func problem(in data: Data) -> Problem? {
         var check = StrictJSONCheck(data)
+        // A UTF-8 byte order mark, which Foundation's parser skips too.
+        if check.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { check.index = 3 }
         do {
             check.skipSpace()
             try check.value(path: [])
@@ -47,6 +49,8 @@ struct StrictJSONCheck {
     private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
 
     private mutating func value(path: [String]) throws {
+        // Foundation's parser stops at 512 levels; so does this check (rather than the stack).
+        guard path.count < 512 else { throw Unreadable() }
         switch peek() {
         case UInt8(ascii: "{"): try object(path: path)
         case UInt8(ascii: "["): try array(path: path)

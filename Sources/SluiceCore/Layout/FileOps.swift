@@ -96,9 +96,9 @@ public enum FileOps {
     @discardableResult
     public static func moveKeepingExisting(_ source: URL, to candidates: (Int) -> URL) throws(FileOpError) -> URL {
         var attempt = 1
+        try makeFolder(candidates(1).deletingLastPathComponent())
         while true {
             let destination = candidates(attempt)
-            try makeFolder(destination.deletingLastPathComponent())
             if link(source.path, destination.path) == 0 {
                 syncFolder(destination.deletingLastPathComponent())
                 if unlink(source.path) != 0, errno != ENOENT { throw FileOpError("remove", source.path) }
@@ -157,6 +157,9 @@ public enum FileOps {
         #if canImport(Glibc)
         // F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0, <linux/fcntl.h>): Glibc declares it only under _GNU_SOURCE.
         let setLease: Int32 = 1024
+        // While the lease is held, another process opening the file for writing makes the kernel send SIGIO, whose
+        // default action ends the process: it is ignored (nothing here uses it).
+        _ = signal(SIGIO, SIG_IGN)
         if fcntl(fd, setLease, Int32(F_RDLCK)) == 0 {
             _ = fcntl(fd, setLease, Int32(F_UNLCK))
             return false
@@ -165,6 +168,21 @@ public enum FileOps {
         #else
         return false
         #endif
+    }
+
+    /// Whether `file` was written in the last `seconds` and another process still has it open for writing: the cheap
+    /// question a folder scan asks of every entry (one stat; the lease only for a recent file), so a file being
+    /// written in place is neither claimed nor read until its writer closes it.
+    public static func isRecentlyWrittenAndOpen(_ file: URL, seconds: Double = 10) -> Bool {
+        var info = stat()
+        guard lstat(file.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        #if canImport(Darwin)
+        let modified = Double(info.st_mtimespec.tv_sec)
+        #else
+        let modified = Double(info.st_mtim.tv_sec)
+        #endif
+        guard Date().timeIntervalSince1970 - modified < seconds else { return false }
+        return isBeingWritten(file)
     }
 
     /// `isBeingWritten` for a file by name (false when it cannot be opened).

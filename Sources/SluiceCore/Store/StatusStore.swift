@@ -111,8 +111,8 @@ public protocol StatusStore: Sendable {
     func webhookSources(after cursor: WebhookCursor, limit: Int) async throws(StoreError) -> (sources: [WebhookSource], cursor: WebhookCursor)
     /// New deliveries and the webhook's advanced cursor, in one transaction: nothing read is ever lost or queued twice.
     func enqueueWebhookDeliveries(_ deliveries: [WebhookDelivery], webhook: String, cursor: WebhookCursor) async throws(StoreError)
-    /// Pending deliveries whose next attempt is due, oldest first.
-    func dueWebhookDeliveries(at date: Date, limit: Int) async throws(StoreError) -> [WebhookDelivery]
+    /// Pending deliveries whose next attempt is due, oldest first; of one webhook, or of all when `webhook` is nil.
+    func dueWebhookDeliveries(at date: Date, limit: Int, webhook: String?) async throws(StoreError) -> [WebhookDelivery]
     func recordWebhookAttempt(_ id: String, outcome: WebhookAttemptOutcome, at date: Date) async throws(StoreError)
     /// Newest first, optionally one state.
     func webhookDeliveries(state: WebhookDeliveryState?, limit: Int) async throws(StoreError) -> [WebhookDelivery]

@@ -131,7 +131,7 @@ public struct Relations: Sendable {
                         profile.trusted = flag
                     }
                     // The same profile again (an import run twice) changes nothing and adds no history.
-                    changed = profile == stored ? false : try await setProfile(profile)
+                    changed = Self.sameProfile(profile, stored) ? false : try await setProfile(profile)
                 case let kind? where kind == "follow" || kind == "block":
                     guard let from = object["from"] as? String, let to = object["to"] as? String else {
                         throw Failure(message: "a \(kind) needs \"from\" and \"to\" user ids")
@@ -146,6 +146,14 @@ public struct Relations: Sendable {
             }
         }
         return summary
+    }
+
+    /// Whether an imported profile is the stored one (dates to the millisecond, which is what a store keeps).
+    static func sameProfile(_ profile: RelationUser, _ stored: RelationUser?) -> Bool {
+        guard let stored else { return false }
+        let milliseconds = { (date: Date?) in date.map { ($0.timeIntervalSince1970 * 1000).rounded() } }
+        return profile.userId == stored.userId && profile.messagePrivacy == stored.messagePrivacy && profile.trusted == stored.trusted
+            && milliseconds(profile.createdAt) == milliseconds(stored.createdAt)
     }
 
     /// RFC 3339 date-times: `Z` or an offset, with or without fractional seconds (any case).

@@ -192,7 +192,8 @@ extension PostgresStore {
         if let lineIDs {
             var refused: [ItemID] = []
             for index in items.indices {
-                guard let owner = stored[items[index].id]?.userId, owner != items[index].userId, index < lineIDs.count else { continue }
+                // A stored line rejected without a user id ("") belongs to no one.
+                guard let owner = stored[items[index].id]?.userId, !owner.isEmpty, owner != items[index].userId, index < lineIDs.count else { continue }
                 items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
                 refused.append(lineIDs[index])
             }

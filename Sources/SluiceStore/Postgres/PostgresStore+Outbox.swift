@@ -201,10 +201,11 @@ extension PostgresStore {
     }
 
     /// Oldest first; a negative `limit` means no limit, as in SQLite.
-    public func dueWebhookDeliveries(at date: Date, limit: Int) async throws(StoreError) -> [WebhookDelivery] {
+    public func dueWebhookDeliveries(at date: Date, limit: Int, webhook: String?) async throws(StoreError) -> [WebhookDelivery] {
         let cap: Int? = limit < 0 ? nil : limit
         let found = try await rows("read due webhook deliveries", """
             SELECT \(unescaped: Self.deliveryColumns) FROM webhookDelivery WHERE state = 'pending' AND nextAttemptAt <= \(date)
+            AND (\(webhook)::text IS NULL OR webhook = \(webhook))
             ORDER BY nextAttemptAt, createdAt LIMIT \(cap)
             """)
         return try decodingOutbox("read due webhook deliveries") { try found.compactMap(Self.delivery) }
