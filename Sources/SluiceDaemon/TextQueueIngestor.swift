@@ -120,31 +120,39 @@ public struct TextQueueIngestor: Sendable {
     static func items(_ batch: [Judged]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
-        var made: [(item: Item, lineID: ItemID)] = []
+        var made: [Item] = []
+        var lines: [ItemID] = []
         made.reserveCapacity(batch.count)
+        lines.reserveCapacity(batch.count)
         // The first user of each id in the batch: a later line of another user with that id is rejected under its
-        // own line id (the store does the same against stored messages).
-        var owners: [ItemID: String] = [:]
+        // own line id (the store does the same against stored messages). The last line of each id is recorded.
+        var owners: [ItemID: (user: String, last: Int)] = [:]
+        owners.reserveCapacity(batch.count)
         var rejected = 0
         for judged in batch {
             let now = Date()
             let base = Item(id: judged.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
             guard var item = judged.run.item(from: base, scope: .upload) else { continue }
-            if let owner = owners[item.id], owner != item.userId {
+            if let owner = owners[item.id], !owner.user.isEmpty, owner.user != item.userId {
                 item = item.refusedAsAnotherUsersID(lineID: judged.fallbackID)
-            } else if owners[item.id] == nil, !item.userId.isEmpty {
-                // A line rejected without a user id ("") claims no id.
-                owners[item.id] = item.userId
             }
             if item.status == .rejected { rejected += 1 }
-            made.append((item, judged.fallbackID))
+            // A line rejected without a user id ("") claims no id.
+            let user = owners[item.id].map { $0.user.isEmpty ? item.userId : $0.user } ?? item.userId
+            owners[item.id] = (user, made.count)
+            made.append(item)
+            lines.append(judged.fallbackID)
         }
-        var seen = Set<ItemID>()
-        var kept: [(item: Item, lineID: ItemID)] = []
-        kept.reserveCapacity(made.count)
-        for entry in made.reversed() where seen.insert(entry.item.id).inserted { kept.append(entry) }
-        kept.reverse()
-        return (kept.map(\.item), kept.map(\.lineID), rejected, made.count - kept.count)
+        guard owners.count < made.count else { return (made, lines, rejected, 0) }
+        var items: [Item] = []
+        var lineIDs: [ItemID] = []
+        items.reserveCapacity(owners.count)
+        lineIDs.reserveCapacity(owners.count)
+        for index in made.indices where owners[made[index].id]?.last == index {
+            items.append(made[index])
+            lineIDs.append(lines[index])
+        }
+        return (items, lineIDs, rejected, made.count - items.count)
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
