@@ -83,7 +83,7 @@ public struct DropFolderService: Service {
     private func runWatching(scanner: PendingScanner, signals: AsyncStream<Void>) async throws {
         let limit = config.itemsInFlight
         let leases = leases
-        let active = ActivePaths()
+        let active = SharedNames()
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await _ in signals.cancelOnGracefulShutdown() {
@@ -139,11 +139,12 @@ public struct DropFolderService: Service {
     }
 }
 
-/// Paths being processed right now, so a rescan does not start the same upload twice.
-final class ActivePaths: Sendable {
-    private let paths = Mutex(Set<String>())
+/// A set of names shared between tasks: the paths being processed right now (so a rescan does not start the same
+/// upload twice), or the queue entries already reported as ignored.
+final class SharedNames: Sendable {
+    private let names = Mutex(Set<String>())
 
-    /// False when the path is already active.
-    func insert(_ path: String) -> Bool { paths.withLock { $0.insert(path).inserted } }
-    func remove(_ path: String) { _ = paths.withLock { $0.remove(path) } }
+    /// False when the name is already in the set.
+    func insert(_ name: String) -> Bool { names.withLock { $0.insert(name).inserted } }
+    func remove(_ name: String) { _ = names.withLock { $0.remove(name) } }
 }

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import SluiceCore
 import SluicePipeline
-import Synchronization
 
 /// Ingests `queues/text/*.jsonl`: one JSON object a line, `{"id", "userId", "text", "context"?, "kind"?}`.
 /// Every line runs through the text pipeline and becomes an item (approved or blocked with the verdict, or
@@ -17,14 +16,8 @@ public struct TextQueueIngestor: Sendable {
     let store: any StatusStore
     let pipeline: TextPipeline
     let logger: Logger
-    /// Entries of the queue folder that are not read, each named in the log once.
-    private let ignored = IgnoredEntries()
-
-    /// The names already reported as ignored (a scan runs on every change, so each is logged only once).
-    final class IgnoredEntries: Sendable {
-        private let names = Mutex<Set<String>>([])
-        func first(_ name: String) -> Bool { names.withLock { $0.insert(name).inserted } }
-    }
+    /// Entries of the queue folder that are not read, each named in the log once (a scan runs on every change).
+    private let ignored = SharedNames()
 
     public init(root: DataRoot, store: any StatusStore, pipeline: TextPipeline, logger: Logger) {
         self.root = root
@@ -51,7 +44,7 @@ public struct TextQueueIngestor: Sendable {
                 else if type != .regular { "it is not a regular file" }
                 else { nil }
             if let why {
-                if ignored.first(name) {
+                if ignored.insert(name) {
                     logger.warning("text queue entry ignored", metadata: ["file": "\(name)", "reason": "\(why)"])
                 }
                 continue

@@ -99,6 +99,10 @@ public struct WebhookDispatcher: Service {
         await withTaskGroup(of: Event.self) { group in
             var inFlight: [String: Set<String>] = [:]
             var dispatching = false
+            func start(_ delivery: WebhookDelivery) {
+                inFlight[delivery.webhook, default: []].insert(delivery.id)
+                group.addTask { _ = await deliver(delivery); return .finished(id: delivery.id, webhook: delivery.webhook) }
+            }
             /// Starts due deliveries of `hook` while it has room.
             func fill(_ hook: String) async {
                 let running = inFlight[hook, default: []]
@@ -108,8 +112,7 @@ public struct WebhookDispatcher: Service {
                     // Its deliveries under way are still pending (and due) until recorded: read past them.
                     let due = try await store.dueWebhookDeliveries(at: now(), limit: room + running.count, webhook: hook)
                     for delivery in due where !running.contains(delivery.id) && inFlight[hook, default: []].count < Self.maxInFlightPerWebhook {
-                        inFlight[hook, default: []].insert(delivery.id)
-                        group.addTask { _ = await deliver(delivery); return .finished(id: delivery.id, webhook: hook) }
+                        start(delivery)
                     }
                 } catch {
                     logger.warning("cannot read due webhook deliveries", metadata: ["webhook": "\(hook)", "error": "\(error)"])
@@ -134,8 +137,7 @@ public struct WebhookDispatcher: Service {
                         let known = Set(webhooks.map(\.name))
                         if let due = try? await store.dueWebhookDeliveries(at: now(), limit: 50, webhook: nil) {
                             for delivery in due where !known.contains(delivery.webhook) && inFlight[delivery.webhook, default: []].isEmpty {
-                                inFlight[delivery.webhook, default: []].insert(delivery.id)
-                                group.addTask { _ = await deliver(delivery); return .finished(id: delivery.id, webhook: delivery.webhook) }
+                                start(delivery)
                             }
                         }
                     }

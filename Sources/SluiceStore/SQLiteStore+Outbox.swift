@@ -120,13 +120,9 @@ extension SQLiteStore {
 
     public func dueWebhookDeliveries(at date: Date, limit: Int, webhook: String?) async throws(StoreError) -> [WebhookDelivery] {
         try await read("read due webhook deliveries") { db in
-            guard let webhook else {
-                return try Row.fetchAll(db, sql: """
-                    SELECT * FROM webhookDelivery WHERE state = 'pending' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, createdAt LIMIT ?
-                    """, arguments: [date, limit]).compactMap(Self.delivery)
-            }
-            return try Row.fetchAll(db, sql: """
-                SELECT * FROM webhookDelivery WHERE state = 'pending' AND webhook = ? AND nextAttemptAt <= ? ORDER BY nextAttemptAt, createdAt LIMIT ?
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM webhookDelivery WHERE state = 'pending' AND (?1 IS NULL OR webhook = ?1) AND nextAttemptAt <= ?2
+                ORDER BY nextAttemptAt, createdAt LIMIT ?3
                 """, arguments: [webhook, date, limit]).compactMap(Self.delivery)
         }
     }

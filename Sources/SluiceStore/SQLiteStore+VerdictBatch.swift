@@ -72,14 +72,8 @@ extension SQLiteStore {
         // A line whose id is another user's stored message is rejected under its own line id instead.
         var items = items
         if let lineIDs {
-            var refused: [String] = []
-            for index in items.indices {
-                // A stored line rejected without a user id ("") belongs to no one.
-                guard let owner = owners[items[index].id.rawValue], !owner.isEmpty, owner != items[index].userId, index < lineIDs.count else { continue }
-                items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
-                refused.append(lineIDs[index].rawValue)
-            }
-            if !refused.isEmpty { try look(refused) }
+            let refused = Item.refuseIDsOfOtherUsers(&items, lineIDs: lineIDs) { owners[$0.rawValue] }
+            if !refused.isEmpty { try look(refused.map(\.rawValue)) }
         }
         let event = try db.cachedStatement(sql: insertEventSQL)
         // Text items wait here until `rowsPerStatement` of them (or another kind of item, or the end) are written

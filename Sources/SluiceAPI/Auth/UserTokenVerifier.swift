@@ -44,15 +44,6 @@ actor UserTokenVerifier {
             }
         }
 
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encodeIfPresent(sub, forKey: .sub)
-            try c.encodeIfPresent(exp, forKey: .exp)
-            try c.encodeIfPresent(nbf, forKey: .nbf)
-            try c.encodeIfPresent(iss, forKey: .iss)
-            try c.encodeIfPresent(aud, forKey: .aud)
-        }
-
         /// Time-based claims are checked by the verifier against its own clock.
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }

@@ -187,7 +187,7 @@ struct RelationRoutes {
             profile.messagePrivacy = privacy
         }
         if let seconds = fields.createdAt {
-            guard seconds.isFinite, (0...4_102_444_800).contains(seconds) else { throw APIError(.invalidArgument, "createdAt must be Unix seconds (0...4102444800)") }
+            guard seconds.isFinite, RelationUser.createdAtSeconds.contains(seconds) else { throw APIError(.invalidArgument, "createdAt must be Unix seconds (0...4102444800)") }
             profile.createdAt = Date(timeIntervalSince1970: seconds)
         }
         if let trusted = fields.trusted { profile.trusted = trusted }

@@ -112,9 +112,7 @@ public enum FileOps {
             } else if code == EPERM || code == ENOTSUP || code == EOPNOTSUPP || code == EMLINK {
                 // A file system without hard links: check, then rename (the race is back, but only there).
                 if FileType(at: destination) == .missing {
-                    if rename(source.path, destination.path) != 0 { throw FileOpError("move \(source.path) to", destination.path) }
-                    syncFolder(destination.deletingLastPathComponent())
-                    syncFolder(source.deletingLastPathComponent())
+                    try move(source, to: destination)
                     return destination
                 }
                 attempt += 1
@@ -174,14 +172,8 @@ public enum FileOps {
     /// question a folder scan asks of every entry (one stat; the lease only for a recent file), so a file being
     /// written in place is neither claimed nor read until its writer closes it.
     public static func isRecentlyWrittenAndOpen(_ file: URL, seconds: Double = 10) -> Bool {
-        var info = stat()
-        guard lstat(file.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        #if canImport(Darwin)
-        let modified = Double(info.st_mtimespec.tv_sec)
-        #else
-        let modified = Double(info.st_mtim.tv_sec)
-        #endif
-        guard Date().timeIntervalSince1970 - modified < seconds else { return false }
+        // Anything but a regular file takes no lease (a link is not followed): `isBeingWritten` says false for it.
+        guard let identity = FileIdentity.of(file), Date().timeIntervalSince1970 - Double(identity.modifiedSeconds) < seconds else { return false }
         return isBeingWritten(file)
     }
 

@@ -322,4 +322,17 @@ extension Item {
         return Item(id: lineID, kind: .text, userId: userId, status: .rejected, reason: why,
                     contentHash: contentHash, attempts: 1, createdAt: createdAt, updatedAt: updatedAt)
     }
+
+    /// What a store does with a batch of queue lines inside its write: each item whose id `owner` (the stored user of
+    /// an id) says is another user's message is replaced by `refusedAsAnotherUsersID` under its line id (`lineIDs`,
+    /// one per item); returns those line ids. A stored line rejected without a user id ("") belongs to no one.
+    public static func refuseIDsOfOtherUsers(_ items: inout [Item], lineIDs: [ItemID], owner: (ItemID) -> String?) -> [ItemID] {
+        var refused: [ItemID] = []
+        for index in items.indices where index < lineIDs.count {
+            guard let stored = owner(items[index].id), !stored.isEmpty, stored != items[index].userId else { continue }
+            items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
+            refused.append(lineIDs[index])
+        }
+        return refused
+    }
 }

@@ -12,6 +12,8 @@ public struct RelationUser: Sendable, Equatable, Codable {
     public var userId: String
     public var messagePrivacy: MessagePrivacy
     public var createdAt: Date?
+    /// The `createdAt` a profile may be given, in Unix seconds (1970 to 2100): by the REST profile and the import alike.
+    public static let createdAtSeconds = 0.0...4_102_444_800.0
     public var trusted: Bool
 
     public init(userId: String, messagePrivacy: MessagePrivacy = .followers, createdAt: Date? = nil, trusted: Bool = false) {

@@ -110,8 +110,7 @@ public struct Relations: Sendable {
                     }
                     if let raw = object["createdAt"] {
                         // An RFC 3339 date-time, or Unix seconds as the REST profile takes it.
-                        // The REST profile's range: 1970 to 2100.
-                        let range = 0.0...4_102_444_800.0
+                        let range = RelationUser.createdAtSeconds
                         if let text = raw as? String, let date = Self.date(text) {
                             guard range.contains(date.timeIntervalSince1970) else {
                                 throw Failure(message: "\"createdAt\" \(text) is outside 1970-01-01 … 2100-01-01")

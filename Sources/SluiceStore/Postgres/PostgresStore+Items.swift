@@ -190,13 +190,7 @@ extension PostgresStore {
         // A line whose id is another user's stored message is rejected under its own line id instead.
         var items = items
         if let lineIDs {
-            var refused: [ItemID] = []
-            for index in items.indices {
-                // A stored line rejected without a user id ("") belongs to no one.
-                guard let owner = stored[items[index].id]?.userId, !owner.isEmpty, owner != items[index].userId, index < lineIDs.count else { continue }
-                items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
-                refused.append(lineIDs[index])
-            }
+            let refused = Item.refuseIDsOfOtherUsers(&items, lineIDs: lineIDs) { stored[$0]?.userId }
             if !refused.isEmpty {
                 stored.merge(try await lockedItems(refused, on: connection, logger: logger)) { _, new in new }
             }
