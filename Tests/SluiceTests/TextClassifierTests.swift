@@ -133,10 +133,10 @@ import Testing
     }
 
     @Test(arguments: [
-        (500, #"{"error":{"message":"boom"}}"#, "text classifier (local-text) answered HTTP 500"),
-        (200, #"{"results":[]}"#, "answer has 0 results for 1 text"),
-        (200, #"{"results":[{"category_scores":{"toxicity":0.9}}]}"#, "answer scores none of Sluice's categories: toxicity"),
-        (200, "not json", "text classifier (local-text)"),
+        (500, #"{"error":{"message":"boom"}}"#, "local-text answered HTTP 500"),
+        (200, #"{"results":[]}"#, "local-text answered in an unexpected format"),
+        (200, #"{"results":[{"category_scores":{"toxicity":0.9}}]}"#, "local-text answered in an unexpected format"),
+        (200, "not json", "local-text answered in an unexpected format"),
     ])
     func failuresHoldTheMessageForReview(status: Int, body: String, expected: String) async throws {
         let root = try TemporaryDataRoot()
@@ -152,8 +152,8 @@ import Testing
         let m1 = try #require(try await store.item("m1"))
         #expect(m1.status == .review, "nothing is approved without the classification")
         let reason = try #require(m1.reason)
-        #expect(reason.hasPrefix("text not classified, held for review: "))
-        #expect(reason.contains(expected), "\(reason)")
+        #expect(reason.hasPrefix("text not classified, held for review: \(expected)"), "\(reason)")
+        #expect(!reason.contains("boom") && !reason.contains("toxicity") && !reason.contains("not json"), "the provider's own words stay in the log")
         #expect(try await store.item("m2")?.status == .blocked, "the wordlists' block needs no classifier")
         #expect(root.exists("queues/text/done/chat.jsonl"))
     }

@@ -107,9 +107,13 @@ public struct StageContext: Sendable {
     }
 
     /// A classifier that could not be asked: on intake the item is held for review (`"[what ]not classified, held for
-    /// review: …"`), otherwise it is kept as stored, saying why.
-    public func notClassified(_ what: String? = nil, because error: String) -> Conclusion {
-        let kept = current.map { "re-classification failed, kept as \($0.status.rawValue): \(error)" } ?? error
+    /// review: {provider} {what went wrong}"`), otherwise it is kept as stored, saying why. The stored reason names the
+    /// kind of failure only (`ProviderError.publicSummary`): it is served to the item's owner, and a provider's own
+    /// error text can echo parts of keys or account names. Its whole text is in the log (`provider call failed`) and
+    /// in what a re-judging run prints to the operator.
+    public func notClassified(_ what: String? = nil, by provider: String, because failure: ProviderError) -> Conclusion {
+        let error = "\(provider) \(failure.publicSummary)"
+        let kept = current.map { "re-classification failed, kept as \($0.status.rawValue): \(failure)" } ?? error
         return cannotContinue(.review(reason: (what.map { "\($0) " } ?? "") + "not classified, held for review: \(error)"), keep: kept)
     }
 }

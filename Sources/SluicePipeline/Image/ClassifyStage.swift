@@ -24,7 +24,7 @@ struct ClassifyStage: Stage {
             return .proceed(Classified(matched: matched, safeSearch: try await provider.classify(decoded.image.classifyJPEG),
                                        provider: provider.name, fresh: true))
         } catch {
-            return .finish(context.notClassified(because: error.description))
+            return .finish(context.notClassified(by: provider.name, because: error))
         }
     }
 }

@@ -38,7 +38,7 @@ struct ClassifyTextStage: Stage {
         } catch {
             // The wordlists' block stands without a second opinion.
             if secondOpinion { return .proceed(filtered) }
-            return .finish(context.notClassified("text", because: error.description), facts: filtered)
+            return .finish(context.notClassified("text", by: classifier.name, because: error), facts: filtered)
         }
     }
 }
