@@ -338,7 +338,7 @@ import Testing
         #expect(summary["applied"] as? Int == 4 && summary["unchanged"] as? Int == 1, "\(summary)")
         #expect(summary["rejected"] as? [String] == [
             "relations.jsonl:5: \"type\" must be user, follow or block", "relations.jsonl:6: a follow needs \"from\" and \"to\" user ids",
-            "relations.jsonl:7: not a JSON object", "relations.jsonl:8: \"messagePrivacy\" must be anyone or followers",
+            "relations.jsonl:7: not valid JSON (Invalid value around character 1)", "relations.jsonl:8: \"messagePrivacy\" must be anyone or followers",
             "relations.jsonl:10: unknown field \"extra\"; allowed: from, to, type",
             "relations.jsonl:11: \"createdAt\" must be an ISO 8601 date-time or Unix seconds",
         ], "\(summary)")

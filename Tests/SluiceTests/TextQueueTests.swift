@@ -50,7 +50,7 @@ import Testing
         #expect(try await store.item("m3")?.textVerdict?.matches.first?.severity == .mild)
 
         let expectations: [(String, String)] = [
-            ("chat.jsonl:4", "queues/text/chat.jsonl:4: not a JSON object"),
+            ("chat.jsonl:4", "queues/text/chat.jsonl:4: not valid JSON (Invalid value around character 1)"),
             ("m5", "queues/text/chat.jsonl:5: missing field \"text\""),
             ("chat.jsonl:6", "queues/text/chat.jsonl:6: bad id \"bad id!\": must match [A-Za-z0-9_.:-]{1,128}"),
             ("m7", "queues/text/chat.jsonl:7: field \"kind\" must be one of message, post, comment"),
@@ -130,6 +130,29 @@ import Testing
         #expect(try await store.item("n1")?.status == .rejected)
         #expect(try await store.item("n1")?.reason == #"queues/text/nul.jsonl:1: field "text" contains a NUL character (\u0000)"#)
         #expect(try await store.item("n2")?.reason == #"queues/text/nul.jsonl:2: field "context" contains a NUL character (\u0000)"#)
+    }
+
+    /// A line that is not a JSON object is rejected with what is wrong with it: the parser's account of broken JSON
+    /// (where it stopped; a `\u` escape that is half of a UTF-16 surrogate pair, which no UTF-8 text can hold), or
+    /// which JSON value it is instead of an object.
+    @Test func aLineThatIsNotAnObjectSaysWhatItIs() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "odd.jsonl", [#"{"id": "s1", "userId": "u", "text": "\ud800 x"}"#, #"["s2", "u", "hi"]"#,
+                                           #""just a string""#, #"{"id": "s4", "userId": "u", "text": "hi""#, "null"])
+        let store = try await runOnce(root, server: server)
+        let expected = [
+            "odd.jsonl:1": "queues/text/odd.jsonl:1: not valid JSON (Unexpected end of file during string parse (expected low-surrogate code point but did not find one))",
+            "odd.jsonl:2": "queues/text/odd.jsonl:2: not a JSON object (an array)",
+            "odd.jsonl:3": "queues/text/odd.jsonl:3: not a JSON object (a string)",
+            "odd.jsonl:4": "queues/text/odd.jsonl:4: not valid JSON (Unexpected end of file during JSON parse)",
+            "odd.jsonl:5": "queues/text/odd.jsonl:5: not a JSON object (null)",
+        ]
+        for (id, reason) in expected {
+            let item = try #require(try await store.item(ItemID(id)), "\(id) missing")
+            #expect(item.status == .rejected && item.reason == reason, "\(item.reason ?? "nil")")
+        }
     }
 
     /// An id twice in one batch: the last line is the one recorded, the earlier one is counted as superseded (so a

@@ -84,8 +84,10 @@ public struct Relations: Sendable {
             let bytes = Data(line)
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             do {
-                guard let object = (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any] else {
-                    throw Failure(message: "not a JSON object")
+                let object: [String: Any]
+                switch JSONLine.object(bytes) {
+                case let .success(value): object = value
+                case let .failure(problem): throw Failure(message: problem.message)
                 }
                 let changed: Bool
                 let allowed: Set<String> = switch object["type"] as? String {

@@ -16,8 +16,10 @@ struct ParseStage: Stage {
             .finish(.verdict(.rejected(reason: "\(line.source): \(reason)")),
                     facts: RejectedLine(id: id, userId: userId, content: nil, contentHash: ContentHash.sha256(line.bytes)))
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: line.bytes)) as? [String: Any] else {
-            return rejected(line.fallbackID, String(validating: line.bytes, as: UTF8.self) != nil ? "not a JSON object" : "not valid UTF-8")
+        let object: [String: Any]
+        switch JSONLine.object(line.bytes) {
+        case let .success(value): object = value
+        case let .failure(problem): return rejected(line.fallbackID, problem.message)
         }
         guard let rawID = object["id"] else { return rejected(line.fallbackID, "missing field \"id\"") }
         guard let raw = rawID as? String, Identifiers.isValidTextID(raw) else {
