@@ -3,7 +3,7 @@ import SluiceCore
 /// `priority.engine: "model"`: the band from `PriorityModel` (trained on the labelled messages), made medium when
 /// it is an extreme the model itself doubts — the other extreme has more than `opposedLimit` of its probability —
 /// or one the rules contradict (they say the other extreme) while the model gives its band less than
-/// `confidentAbove`; the rest of the answer (indicators, category, timeframe) comes from the rules' reading of the
+/// `confidentAbove`, or a high given to a message that says its problem is over (`announcesResolution`); the rest of the answer (indicators, category, timeframe) comes from the rules' reading of the
 /// message. The two limits were chosen by leave-one-writer-out cross-validation on the tune files (README, "Captions
 /// and priority"). Offline and deterministic, like the rules.
 public struct ModelPriorityEngine: PriorityEngine {
@@ -21,6 +21,28 @@ public struct ModelPriorityEngine: PriorityEngine {
     /// over 13 folds).
     public static let confidentAbove = 0.9
 
+    /// Openings that say an earlier problem is over ("nvm Crispin had a key, they're in", "sorted, car 7 picked her
+    /// up"): a follow-up that starts with one is never made high by the word model, whose context words (the alarm
+    /// before it) can outweigh the message's own. Made medium, not low: "nvm the report, the server's down" is still
+    /// urgent. Added in the twenty-five-writer round, whose cross-validation found these the model's most confident
+    /// swaps (3 of 14).
+    static let resolvedOpenings: Set<String> = ["nvm", "nevermind", "never mind", "sorted", "all sorted", "all good", "panic over", "false alarm"]
+    /// The same anywhere in a message.
+    static let resolvedPhrases = ["false alarm", "panic over", "crisis averted", "all sorted now"]
+        + ["he's", "she's", "they're", "theyre", "hes", "shes", "he is", "she is", "they are"].flatMap { ["\($0) out now", "\($0) in now"] }
+
+    /// Whether the message says its problem is over (`resolvedOpenings`, `resolvedPhrases`; words compared in lower
+    /// case, curly apostrophes as straight ones, punctuation as spaces).
+    public static func announcesResolution(_ text: String) -> Bool {
+        let words = text.lowercased().replacingOccurrences(of: "\u{2019}", with: "'")
+            .split { !($0.isLetter || $0.isNumber || $0 == "'") }
+        guard let first = words.first else { return false }
+        if resolvedOpenings.contains(String(first)) { return true }
+        if words.count > 1, resolvedOpenings.contains("\(first) \(words[1])") { return true }
+        let joined = " " + words.joined(separator: " ") + " "
+        return resolvedPhrases.contains { joined.contains(" \($0) ") }
+    }
+
     public init(model: PriorityModel, scorer: PriorityScorer) {
         self.model = model
         self.scorer = scorer
@@ -36,7 +58,8 @@ public struct ModelPriorityEngine: PriorityEngine {
         let opposite = predicted == "high" ? "low" : predicted == "low" ? "high" : nil
         let rulesOppose = opposite != nil && rules.priority == opposite && probability(predicted) < Self.confidentAbove
         let selfOpposed = opposite.map { probability($0) > Self.opposedLimit } ?? false
-        let disagree = rulesOppose || selfOpposed
+        let resolved = predicted == "high" && Self.announcesResolution(text)
+        let disagree = rulesOppose || selfOpposed || resolved
         let band = disagree ? "medium" : predicted
         let sorted = probabilities.sorted(by: >)
         let margin = sorted.count > 1 ? sorted[0] - sorted[1] : 1
@@ -61,7 +84,8 @@ public struct ModelPriorityEngine: PriorityEngine {
                 // Within medium by how far the model leans to high (a doubted high sits above a doubted low).
                 score = 20 + Int((49 * min(1, probability("high") + probability("medium") / 2)).rounded(.down))
                 timeframe = rules.priority == "high" ? "today" : "soon"
-                reason = rulesOppose ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
+                reason = resolved ? "Needs an answer: the word model said high, but the message says the problem is over (\(shown))"
+                    : rulesOppose ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
                     : selfOpposed ? "Needs an answer: the word model leans \(predicted) but does not rule out \(opposite ?? "") (\(shown))"
                     : "Needs an answer (word model, \(shown))"
             default:
