@@ -76,9 +76,19 @@ import Testing
         let store = try await runOnce(root, endpoint: "http://127.0.0.1:9/v1") { $0.vision.timeoutSeconds = 600; $0.vision.maxAttempts = 4 }
         let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
-        #expect(item.reason?.contains("unreachable") == true, "\(item.reason ?? "")")
-        #expect(item.reason?.contains(": Connection refused (errno 111) (after 4 attempts)") == true, "\(item.reason ?? "")")
+        #expect(item.reason == "not classified, held for review: google-vision could not be reached (after 4 attempts)", "\(item.reason ?? "")")
         #expect(root.exists("review/u/img.jpg"))
+        // The whole account (for the log and reprocess's output) names the address and the system's error.
+        var vision = VisionConfig()
+        vision.endpoint = "http://127.0.0.1:9/v1"
+        vision.apiKeyEnv = nil
+        do {
+            _ = try await GoogleVisionProvider(config: vision, environment: [:]).classify(Data([0xFF, 0xD8, 0xFF]))
+            Issue.record("classified by nobody")
+        } catch {
+            #expect(error.description.contains("unreachable at http://127.0.0.1:9") && error.description.contains("Connection refused (errno 111)"),
+                    "\(error.description)")
+        }
     }
 
     /// A provider answering with a redirect is not followed (the image and the key's headers would go to another
@@ -95,10 +105,18 @@ import Testing
         let store = try await runOnce(root, server: server)
         let item = try #require(try await store.item("u/img"))
         #expect(item.status == .review)
-        #expect(item.reason?.contains("HTTP 307: redirects are not followed (Location: \(elsewhere.endpoint)/images:annotate)") == true,
-                "\(item.reason ?? "")")
-        #expect(item.reason?.contains("leaked") == false)
-        #expect(server.received.count == 1, "a redirect is not retried")
+        #expect(item.reason == "not classified, held for review: google-vision answered HTTP 307", "\(item.reason ?? "")")
+        var vision = VisionConfig()
+        vision.endpoint = server.endpoint
+        vision.apiKeyEnv = nil
+        do {
+            _ = try await GoogleVisionProvider(config: vision, environment: [:]).classify(Data([0xFF, 0xD8, 0xFF]))
+            Issue.record("classified after a redirect")
+        } catch {
+            #expect(error.description.contains("HTTP 307: redirects are not followed (Location: \(elsewhere.endpoint)/images:annotate)"), "\(error.description)")
+            #expect(!error.description.contains("leaked"))
+        }
+        #expect(server.received.count == 2, "a redirect is not retried: the daemon's call and the direct one")
         #expect(elsewhere.received.isEmpty)
     }
 
