@@ -132,6 +132,48 @@ import Testing
         }
     }
 
+    /// `X-User-Id` with an app token asks on that user's behalf: the backend then reads, erases, uploads and changes
+    /// only what that user may; without the header it acts as the backend.
+    @Test func aBackendActingForAUserActsOnlyOnThatUsersThings() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        try await services.store.recordVerdict(Item(id: "t2", kind: .text, userId: "bob", status: .blocked, reason: "Content contains prohibited terms: shit"))
+        let forAlice: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", HTTPField.Name("X-User-Id")!: "alice", .contentType: "application/json"]
+        let backend: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
+        let jpeg = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+        try await app(services).test(.router) { client in
+            try await client.execute(uri: "/v1/items/t2", method: .get, headers: forAlice) { response in
+                #expect(response.status == .notFound, "bob's blocked message is not alice's to read")
+            }
+            try await client.execute(uri: "/v1/items/t2", method: .get, headers: backend) { response in #expect(response.status == .ok) }
+            try await client.execute(uri: "/v1/items/alice/r", method: .get, headers: forAlice) { response in #expect(response.status == .ok) }
+            for (method, uri, body) in [(HTTPRequest.Method.delete, "/v1/items/t2", ""), (.delete, "/v1/items/bob/b", ""), (.delete, "/v1/users/bob", ""),
+                                        (.put, "/v1/users/bob/follows/carol", ""), (.put, "/v1/users/bob/profile", #"{"trusted": true}"#),
+                                        (.post, "/v1/functions/deleteProfilePicture", #"{"data": {"userId": "bob"}}"#)] {
+                try await client.execute(uri: uri, method: method, headers: forAlice, body: ByteBuffer(string: body)) { response in
+                    #expect(response.status == .forbidden, "\(method) \(uri)")
+                    #expect(Self.envelope(response.body).status == "PERMISSION_DENIED", "\(method) \(uri)")
+                    #expect(Self.envelope(response.body).message?.contains("alice") == true, "\(Self.envelope(response.body))")
+                }
+            }
+            var upload = forAlice
+            upload[.contentType] = "image/jpeg"
+            try await client.execute(uri: "/v1/uploads/bob/x1", method: .put, headers: upload, body: ByteBuffer(bytes: jpeg)) { response in
+                #expect(response.status == .forbidden)
+            }
+            #expect(!root.exists("pending/bob/x1.jpg"))
+            #expect(try await services.store.item("t2") != nil, "nothing of bob's was erased")
+            #expect(try await services.store.item("bob/b") != nil, "nothing of bob's was erased")
+            #expect(try await services.store.relationUser("bob")?.trusted != true)
+            try await client.execute(uri: "/v1/items/t1", method: .delete, headers: forAlice) { response in
+                #expect(response.status == .ok, "alice's own message")
+            }
+            try await client.execute(uri: "/v1/items/t2", method: .delete, headers: backend) { response in
+                #expect(response.status == .ok, "the backend itself")
+            }
+        }
+    }
+
     @Test func onlyApprovedImagesAreServedWithCachingHeaders() async throws {
         let root = try TemporaryDataRoot()
         let services = try await makeServices(root)

@@ -328,6 +328,34 @@ import Testing
         }
     }
 
+    /// A message in a conversation is taken back to review only by reports from people who can read it (its sender,
+    /// recipient and members); anyone else's reports are kept for moderators but do not count.
+    @Test func reportsOnAConversationsMessageCountOnlyFromItsReaders() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let store = try await runOnce(root, server: clean)
+        try await store.recordVerdict(Item(id: "dm-1", kind: .text, userId: "bob", status: .approved,
+                                           content: TextContent(text: "see you at 8", recipientId: "carol", conversationId: "c1",
+                                                                members: ["bob", "carol", "dan", "eve"])))
+        try await Self.application(root) { $0.report.autoReviewAfter = 3 }.test(.router) { client in
+            for reporter in ["x1", "x2", "x3", "carol", "dan"] {
+                try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: SeedClientTests.user(reporter),
+                                         body: ByteBuffer(string: #"{"data": {"messageId": "dm-1", "category": "harassment"}}"#)) { response in
+                    #expect(response.status == .ok)
+                }
+            }
+            #expect(try await store.item("dm-1")?.status == .approved, "three outsiders and two readers are not three readers")
+            #expect(try await store.reports().count == 5, "every report is kept")
+            try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: SeedClientTests.user("eve"),
+                                     body: ByteBuffer(string: #"{"data": {"messageId": "dm-1", "category": "harassment"}}"#)) { response in
+                #expect(response.status == .ok)
+            }
+            let item = try #require(try await store.item("dm-1"))
+            #expect(item.status == .review && item.reason == "reported by 3 users")
+        }
+    }
+
     @Test func reportsActAndBackendsResolveThem() async throws {
         let root = try TemporaryDataRoot()
         let clean = try await FakeVisionServer.always(cleanResult)

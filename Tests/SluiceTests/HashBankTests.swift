@@ -334,6 +334,12 @@ import Testing
                 #expect(response.status == .badRequest)
                 #expect(APITests.envelope(response.body).message?.contains("hashes[1] \"abc\" is not a PDQ hash") == true)
             }
+            // A NUL would be stored cut short (SQLite) or refused (PostgreSQL): refused, named.
+            try await client.execute(uri: "/v1/banks/partner-list/hashes", method: .post, headers: token,
+                                     body: ByteBuffer(string: #"{"hashes": ["\#(String(repeating: "1e", count: 32))"], "note": "abc\u0000def"}"#)) { response in
+                #expect(response.status == .badRequest)
+                #expect(APITests.envelope(response.body).message == "note may not contain a NUL character (\\u0000)")
+            }
             try await client.execute(uri: "/v1/banks/nope/hashes", method: .post, headers: token, body: ByteBuffer(string: body)) { response in
                 #expect(response.status == .notFound)
             }

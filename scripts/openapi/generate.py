@@ -90,7 +90,7 @@ paths["/v1/banks/{name}/hashes"] = {"post": op("addBankHashes", "Add PDQ hashes 
     [path_param("name", "^[a-z0-9_-]{1,64}$", "The bank's name."), USER_HEADER],
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["hashes"], "properties": {
         "hashes": {"type": "array", "minItems": 1, "maxItems": 100000, "items": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}},
-        "note": {"type": ["string", "null"], "maxLength": 1000}}}}}},
+        "note": {"type": ["string", "null"], "maxLength": 1000, "pattern": NO_NUL}}}}}},
     ok={"200": dict(description="How many were new.", **json_body({"type": "object", "required": ["bank", "added", "existing"], "properties": {
         "bank": {"type": "string"}, "added": {"type": "integer", "minimum": 0}, "existing": {"type": "integer", "minimum": 0}}}))},
     errors=(400, 401, 403, 404, 405, 413))}
@@ -151,12 +151,12 @@ UPLOAD_LINKS = {
 }
 paths["/v1/uploads/{userId}"] = {"post": op("upload", "Upload an image into pending/ for the daemon; Sluice picks the image id.",
     [path_param("userId", ID, "The uploading user (users upload for themselves)."), USER_HEADER], upload_body,
-    ok={"201": dict(description="Pending.", links=UPLOAD_LINKS, **json_body(ref("UploadResult")))}, errors=(400, 401, 404, 405, 413, 429))}
+    ok={"201": dict(description="Pending.", links=UPLOAD_LINKS, **json_body(ref("UploadResult")))}, errors=(400, 401, 403, 404, 405, 413, 429))}
 paths["/v1/uploads/{userId}/{imageId}"] = {"put": op("uploadWithId", "Upload an image under the client's id (the seed's pending/{userId}/{imageId}).",
     [path_param("userId", ID, "The uploading user (users upload for themselves)."), image_id, USER_HEADER], upload_body,
     ok={"201": dict(description="Pending.", **json_body(ref("UploadResult"))),
         "200": dict(description="The same bytes were already pending under this id.", **json_body(ref("UploadResult")))},
-    errors=(400, 401, 404, 405, 409, 413, 429))}
+    errors=(400, 401, 403, 404, 405, 409, 413, 429))}
 
 def callable_body(data_schema, nullable=False):
     data = data_schema if not nullable else {"anyOf": [data_schema, {"type": "null"}]}
@@ -401,7 +401,7 @@ doc["components"] = {
   "securitySchemes": {"appToken": {"type": "apiKey", "in": "header", "name": "X-App-Token"},
                       "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "app token or JWT"}},
   "parameters": {"UserId": {"name": "X-User-Id", "in": "header", "required": False,
-                 "description": "With an app token: the user the backend acts for (per-user limits, ownership).",
+                 "description": "With an app token: the user the backend acts for (per-user limits, ownership): the request reads, erases, uploads and changes only what that user may (another user's item is NOT_FOUND to read, PERMISSION_DENIED to change); leave it out to act as the backend.",
                  "schema": {"type": "string", "pattern": ID}}},
   "responses": responses, "schemas": schemas}
 print(json.dumps(doc, indent=2, ensure_ascii=True))

@@ -14,10 +14,12 @@ public enum Principal: Sendable, Equatable {
         }
     }
 
-    /// Whether this caller may see an item of `owner`: apps see everything, users only their own.
+    /// Whether this caller may see an item of `owner`: apps see everything, users only their own. A backend acting for
+    /// a user (`X-User-Id`) sees what that user sees: the header is how it asks on a user's behalf, and a request
+    /// that needs more leaves it out.
     public func maySee(owner: String) -> Bool {
         switch self {
-        case .app: true
+        case let .app(actingFor): actingFor.map { $0 == owner } ?? true
         case let .user(id): id == owner
         }
     }

@@ -64,6 +64,7 @@ struct BankRoutes {
         guard !addition.hashes.isEmpty, addition.hashes.count <= Self.maxHashes else {
             throw APIError(.invalidArgument, "hashes must hold 1...\(Self.maxHashes) PDQ hashes, not \(addition.hashes.count)")
         }
+        try APIValidation.refuseNUL(addition.note, "note")
         if let note = addition.note, note.unicodeScalars.count > 1000 {
             throw APIError(.invalidArgument, "note is \(note.unicodeScalars.count) characters, over 1000")
         }

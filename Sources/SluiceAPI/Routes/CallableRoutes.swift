@@ -104,14 +104,28 @@ struct CallableRoutes {
         return try context.json(CallableResult(result: ReportResult(success: true, reportId: report.reportId)))
     }
 
+    /// Whether `user` can have read `item`: a message sent to someone or in a conversation is read by its sender, its
+    /// recipient and the conversation's members; anything else (an image, a post on a wall) by anyone. Reports from
+    /// anyone are kept for moderators, but only these count towards `report.autoReviewAfter`: otherwise three accounts
+    /// that guessed a private message's id could take it out of its thread.
+    static func mayHaveSeen(_ item: Item, _ user: String, services: APIServices) async throws -> Bool {
+        guard let content = item.content, content.recipientId != nil || content.conversationId != nil else { return true }
+        if user == item.userId || user == content.recipientId { return true }
+        guard let conversation = content.conversationId else { return false }
+        return try await services.store.isThreadMember(user, conversationId: conversation)
+    }
+
     /// Reports that act: once `report.autoReviewAfter` distinct users have open reports on an approved item, it goes
     /// back to review with its public outputs withdrawn until a person decides.
     static func reviewIfReported(_ messageId: String, services: APIServices, at date: Date) async throws {
         let threshold = services.config.report.autoReviewAfter
         guard threshold > 0, let item = try await services.store.item(ItemID(messageId)), item.status == .approved else { return }
-        let reporters = Set(try await services.store.reports()
+        var reporters = Set<String>()
+        for reporter in Set(try await services.store.reports()
             .filter { $0.target == "item" && $0.messageId == messageId && $0.status == .open }
-            .compactMap(\.reporterUserId))
+            .compactMap(\.reporterUserId)) where try await mayHaveSeen(item, reporter, services: services) {
+            reporters.insert(reporter)
+        }
         // Trusted reporters (their profile says so) count more.
         var weight = 0
         for reporter in reporters {
@@ -174,6 +188,9 @@ struct CallableRoutes {
             guard userId == id else { throw APIError(.permissionDenied, "users delete only their own profile picture") }
             by = id
         case let .app(actingFor)?:
+            if let actingFor, actingFor != userId {
+                throw APIError(.permissionDenied, "X-User-Id (\(actingFor)) and data.userId (\(Identifiers.printable(userId))) name different users; send one of them")
+            }
             by = actingFor.map { "app for \($0)" } ?? "app"
         case nil:
             throw APIError(.unauthenticated, "missing credentials")

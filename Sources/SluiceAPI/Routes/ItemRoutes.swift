@@ -167,20 +167,26 @@ struct ItemRoutes {
 
     func deleteImage(_ request: Request, context: APIContext) async throws -> Response {
         let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
-        return try await erase(image.itemID, context: context)
+        return try await erase(image.itemID, owner: image.userId, context: context)
     }
 
     /// Every file and item of a user (their reports keep no trace of them either).
     func deleteUser(_ request: Request, context: APIContext) async throws -> Response {
         let userId = try context.pathParameter("userId")
         try APIValidation.segment(userId, "userId")
-        let by = try Self.backend(context, for: "erase items")
+        let by = try Self.backend(context, for: "erase users", owner: userId)
         let summary = try await services.erasure.eraseUser(userId, by: by, reason: "user erased through the API", at: now())
         return try context.json(ErasureResult(summary))
     }
 
-    private func erase(_ id: ItemID, context: APIContext) async throws -> Response {
-        let by = try Self.backend(context, for: "erase items")
+    /// `owner`: the user in an image's path; a text item's is read from the store.
+    private func erase(_ id: ItemID, owner: String? = nil, context: APIContext) async throws -> Response {
+        var by = try Self.backend(context, for: "erase items")
+        if case .app(_?)? = context.principal {
+            var owner = owner
+            if owner == nil { owner = try await services.store.item(id)?.userId }
+            if let owner { by = try Self.backend(context, for: "erase items", owner: owner) }
+        }
         guard let summary = try await services.erasure.erase(id, by: by, reason: "erased through the API", at: now()) else {
             throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
         }
@@ -188,9 +194,14 @@ struct ItemRoutes {
     }
 
     /// Erasure is for backends (app tokens); it is recorded as done by `app` (acting for a user when one is named).
-    static func backend(_ context: APIContext, for what: String) throws -> String {
+    /// With `owner`, a backend acting for a user (`X-User-Id`) may act only on that user's own things.
+    static func backend(_ context: APIContext, for what: String, owner: String? = nil) throws -> String {
         guard case let .app(actingFor) = context.principal else {
             throw APIError(.permissionDenied, "only a backend (app token) may \(what)")
+        }
+        if let actingFor, let owner, actingFor != owner {
+            throw APIError(.permissionDenied, "X-User-Id names \(actingFor): a backend acting for a user may \(what) of that user only, "
+                           + "and this is \(owner)'s; leave X-User-Id out to act as the backend")
         }
         return actingFor.map { "app for \($0)" } ?? "app"
     }

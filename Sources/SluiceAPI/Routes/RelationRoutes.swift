@@ -144,6 +144,7 @@ struct RelationRoutes {
         let other = try context.pathParameter("otherId")
         try APIValidation.segment(user, "userId")
         try APIValidation.segment(other, "otherId")
+        _ = try ItemRoutes.backend(context, for: "read or change the blocks and follows", owner: user)
         return (user, other)
     }
 
@@ -173,6 +174,7 @@ struct RelationRoutes {
         _ = try ItemRoutes.backend(context, for: "set a user's profile")
         let user = try context.pathParameter("userId")
         try APIValidation.segment(user, "userId")
+        _ = try ItemRoutes.backend(context, for: "set the profile", owner: user)
         let body = try await request.body.collect(upTo: 64 * 1024)
         let shape = "body must be {\"messagePrivacy\"?: \"anyone\" | \"followers\", \"createdAt\"?: Unix seconds, \"trusted\"?: boolean}"
         guard let fields = try? JSONDecoder().decode(ProfileBody.self, from: body) else { throw APIError(.invalidArgument, shape) }

@@ -34,6 +34,10 @@ struct UploadRoutes {
     private func upload(_ request: Request, context: APIContext, userId: String, imageId: String) async throws -> Response {
         let image = try APIValidation.image(userId: userId, imageId: imageId)
         if case let .user(id) = context.principal, id != userId { throw APIError(.notFound, "users upload only for themselves") }
+        if case let .app(actingFor?) = context.principal, actingFor != userId {
+            throw APIError(.permissionDenied, "X-User-Id names \(actingFor): a backend acting for a user uploads for that user only, and this "
+                           + "path is \(userId)'s; leave X-User-Id out to upload as the backend")
+        }
         guard let type = request.headers[.contentType], type.lowercased().hasPrefix("image/") else {
             throw APIError(.invalidArgument, "Content-Type must be an image type")
         }
