@@ -223,6 +223,17 @@ import Testing
         let m4 = try #require(try await services.store.item("m4"))
         #expect(m4.status == .review && m4.reason == "text classifier (local-text): harassment 0.66 ≥ review 0.60")
         #expect(try await services.store.item("m2")?.status == .blocked)
+
+        // The classifier turned off (`none`): re-running the filter alone still keeps its block; every stage re-run
+        // judges as configured, without one.
+        let off = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        _ = try await off.reprocessor().run(.init(filter: ItemFilter(kind: .text), stages: ["text"]), progress: { _, _ in })
+        let m2 = try #require(try await off.store.item("m2"))
+        #expect(m2.status == .blocked && m2.textVerdict?.classifier?.provider == "local-text", "\(m2.reason ?? "")")
+        #expect(try await off.store.item("m4")?.status == .review)
+        _ = try await off.reprocessor().run(.init(filter: ItemFilter(kind: .text)), progress: { _, _ in })
+        #expect(try await off.store.item("m2")?.status == .approved, "no classifier configured, every stage re-run")
+        #expect(try await off.store.item("m2")?.textVerdict?.classifier == nil)
     }
 
     @Test(arguments: [

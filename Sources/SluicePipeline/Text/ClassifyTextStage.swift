@@ -42,3 +42,17 @@ struct ClassifyTextStage: Stage {
         }
     }
 }
+
+/// 3, with `text.classifier: none` when a stored message is judged again: nothing is asked, but a stored
+/// classification (and its block) is kept when classify-text is not among the stages re-run (`reprocess --stages
+/// text`), as `ClassifyTextStage` keeps it — re-running the filter alone never drops a classifier's verdict, even
+/// after the classifier was turned off. A run of every stage (no `--stages`) judges without one, as configured.
+struct KeepClassificationStage: Stage {
+    let name = "classify-text"
+
+    func run(_ filtered: Filtered, context: StageContext) async -> StageOutcome<Filtered> {
+        guard !context.runs(name), var verdict = filtered.verdict else { return .proceed(filtered) }
+        verdict.classifier = filtered.message.storedClassification ?? context.current?.textVerdict?.classifier
+        return .proceed(Filtered(message: filtered.message, verdict: verdict))
+    }
+}

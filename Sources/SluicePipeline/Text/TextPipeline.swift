@@ -28,14 +28,15 @@ public struct TextPipeline: Sendable {
         self.classifierConfig = classifierConfig
         self.observer = observer
         self.rules = rules
-        func judged<Input>(_ head: Pipeline<Input, Filtered>) -> Pipeline<Input, Prioritised> {
+        func judged<Input>(_ head: Pipeline<Input, Filtered>, keepingStored: Bool = false) -> Pipeline<Input, Prioritised> {
             let blocking = Set(Severity.allCases.filter { filter.options.actions[$0, default: .block] == .block })
             let screened = classifier.map {
                 head.then(ClassifyTextStage(classifier: $0, policy: classifierConfig.policy, mayAllow: Set(classifierConfig.mayAllow), blocking: blocking))
-            } ?? head
+            } ?? (keepingStored ? head.then(KeepClassificationStage()) : head)
             return screened.then(PrioritiseStage(engine: priority)).verdict(by: "text")
         }
-        judging = judged(Pipeline(FilterStage(filter: filter), observer: observer))
+        // Re-judging without a classifier still keeps a stored classification unless classify-text is re-run.
+        judging = judged(Pipeline(FilterStage(filter: filter), observer: observer), keepingStored: true)
         let parse = Pipeline(ParseStage(), observer: observer)
         if let rules {
             intake = judged(parse.then(RulesStage(rules: rules)).then(FilterStage(filter: filter)))
