@@ -64,7 +64,7 @@ struct ReviewCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let items = Array(try await Services.store(config: config).items(status: .review).reversed())
+            let items = Array(try await common.existingStore(config).items(status: .review).reversed())
             if json {
                 try printJSON(items)
             } else {
@@ -106,6 +106,7 @@ struct ReviewCommand: AsyncParsableCommand {
 
         func apply(_ choice: HumanDecisions.Choice) async throws {
             let config = try common.loadConfig().config
+            try common.requireStore(config)
             let services: Services
             do { services = try await Services.live(config: config) } catch {
                 throw CLIError(message: "cannot start: \(error)")
@@ -139,7 +140,7 @@ struct ReportsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let store = try await Services.store(config: config)
+            let store = try await common.existingStore(config)
             let reports = try await store.reports()
             let items = Dictionary(uniqueKeysWithValues: try await store.items(Array(Set(reports.map { ItemID($0.messageId) }))).map { ($0.id.rawValue, $0) })
             if json {

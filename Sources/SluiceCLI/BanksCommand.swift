@@ -11,8 +11,10 @@ struct BanksCommand: AsyncParsableCommand {
         commandName: "banks", abstract: "PDQ hash banks: add, import, list, export, remove, enable, disable, confirm, explain.",
         subcommands: [Add.self, Import.self, List.self, Export.self, Remove.self, Enable.self, Disable.self, Confirm.self, Explain.self])
 
-    static func banks(_ common: CommonOptions) async throws -> (HashBanks, PipelineConfig) {
+    /// `creating`: adding a bank may come before the daemon's first run; every other subcommand needs the store there.
+    static func banks(_ common: CommonOptions, creating: Bool = false) async throws -> (HashBanks, PipelineConfig) {
         let config = try common.loadConfig().config
+        if !creating { try common.requireStore(config) }
         return (HashBanks(store: try await Services.store(config: config), matcher: nil), config)
     }
 
@@ -29,7 +31,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Option(help: "Largest Hamming distance (bits of 256) that matches.") var threshold = HashBank.defaultThreshold
 
         func run() async throws {
-            let (banks, _) = try await BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common, creating: true)
             let bank = try await banks.create(name, action: try BanksCommand.action(action), threshold: threshold)
             print("added bank \(bank.name): \(bank.action.rawValue) within \(bank.threshold)")
         }
@@ -45,7 +47,7 @@ struct BanksCommand: AsyncParsableCommand {
         @Option(help: "A note kept with each hash (e.g. the list's source).") var note: String?
 
         func run() async throws {
-            let (banks, _) = try await BanksCommand.banks(common)
+            let (banks, _) = try await BanksCommand.banks(common, creating: true)
             let text: String
             if file == "-" {
                 text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)

@@ -79,6 +79,7 @@ struct ReprocessCommand: AsyncParsableCommand {
         if let concurrency, !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1...256") }
         guard (1...100_000).contains(batchSize) else { throw ValidationError("--batch-size must be 1...100000") }
 
+        try common.requireStore(config)
         let services: Services
         do {
             services = try await Services.live(config: config, logger: Logger(label: "sluice"), readOnlyStore: dryRun)

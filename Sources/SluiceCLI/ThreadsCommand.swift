@@ -31,7 +31,9 @@ struct ThreadsCommand: AsyncParsableCommand {
         func intelligence() async throws -> (ThreadIntelligence, ThreadIntelligence.Reader) {
             try common.bootstrapLogging(default: .error)
             let services: Services
-            do { services = try await Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
+            let config = try common.loadConfig().config
+            try common.requireStore(config)
+            do { services = try await Services.live(config: config, logger: Logger(label: "sluice")) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             return (services.threads, user.map(ThreadIntelligence.Reader.user) ?? .backend)
@@ -106,7 +108,9 @@ struct ThreadsCommand: AsyncParsableCommand {
         func run() async throws {
             try common.bootstrapLogging(default: .error)
             let services: Services
-            do { services = try await Services.live(config: try common.loadConfig().config, logger: Logger(label: "sluice")) } catch {
+            let config = try common.loadConfig().config
+            try common.requireStore(config)
+            do { services = try await Services.live(config: config, logger: Logger(label: "sluice")) } catch {
                 throw CLIError(message: "cannot start: \(error)")
             }
             let threads = services.threads

@@ -57,7 +57,7 @@ struct UsersCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let reviewers = try await Services.store(config: config).reviewers()
+            let reviewers = try await common.existingStore(config).reviewers()
             if json {
                 struct Row: Encodable {
                     var name: String

@@ -28,7 +28,7 @@ struct WebhooksCommand: AsyncParsableCommand {
                 wanted = nil
             }
             guard (1...100_000).contains(limit) else { throw ValidationError("--limit must be 1...100000") }
-            let deliveries = try await Services.store(config: config).webhookDeliveries(state: wanted, limit: limit)
+            let deliveries = try await common.existingStore(config).webhookDeliveries(state: wanted, limit: limit)
             if json {
                 try printJSON(deliveries)
                 return
@@ -53,7 +53,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try common.loadConfig().config
             guard failed || !ids.isEmpty else { throw ValidationError("name delivery ids, or use --failed") }
-            let store = try await Services.store(config: config)
+            let store = try await common.existingStore(config)
             // Only failed deliveries are sent again: name the ids that were not (unknown, pending or delivered).
             let retried = try await store.retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
             print("\(retried.count) deliveries will be sent again by the daemon (or `sluice webhooks deliver`)")
@@ -72,6 +72,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             try common.bootstrapLogging(default: .warning)
             let config = try common.loadConfig().config
+            try common.requireStore(config)
             let services: Services
             do { services = try await Services.live(config: config) } catch {
                 throw CLIError(message: "cannot start: \(error)")
@@ -99,6 +100,7 @@ struct EraseUserCommand: AsyncParsableCommand {
     func run() async throws {
         let config = try common.loadConfig().config
         if let problem = Identifiers.problem(with: user, role: "user") { throw CLIError(message: problem) }
+        try common.requireStore(config)
         let services: Services
         do { services = try await Services.live(config: config) } catch {
             throw CLIError(message: "cannot start: \(error)")

@@ -229,6 +229,15 @@ import Testing
         let empty = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", typo.path])
         #expect(empty.status != 0 && empty.stderr.contains("no status store at \(root.url.appendingPathComponent("nowhere").path)"), "\(empty.stderr)")
         #expect(!FileManager.default.fileExists(atPath: root.url.appendingPathComponent("nowhere/sluice.sqlite").path))
+        // The same for every command that reads, erases or decides: an erasure against the wrong store must not
+        // report success.
+        for command in [["erase-user", "bob"], ["review", "list"], ["review", "approve", "u/x"], ["reports", "list"], ["webhooks", "list"],
+                        ["webhooks", "retry", "--failed"], ["users", "list"], ["banks", "list"], ["relations", "show", "bob"],
+                        ["threads", "search", "hello", "--user", "bob"], ["reprocess", "--kind", "text"]] {
+            let run = try await shell(TestEnvironment.sluiceBinary, command + ["--config", typo.path])
+            #expect(run.status != 0 && run.stderr.contains("no status store at"), "\(command): \(run.status) \(run.stdout) \(run.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: root.url.appendingPathComponent("nowhere/sluice.sqlite").path))
         let zero = try await shell(TestEnvironment.sluiceBinary, ["list", "--limit", "0", "--config", typo.path])
         #expect(zero.status != 0 && zero.stderr.contains("--limit must be at least 1"), "\(zero.stderr)")
         // Every command checks the log level, whether it logs or not.
