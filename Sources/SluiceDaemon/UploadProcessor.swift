@@ -69,6 +69,13 @@ public struct UploadProcessor: Sendable {
         }
 
         let received = try await store.markReceived(image.itemID, kind: .image, userId: image.userId, contentHash: hash, sourceBytes: bytes.count)
+        // Erasure removes files before rows: a file gone (or replaced) by now was erased (or re-sent) after it was read,
+        // and is not judged from memory; from here on an erasure finds the row, and the verdict is recorded only while
+        // the row is there.
+        guard FileIdentity.of(upload.url) == identity else {
+            logger.notice("upload removed or replaced while it was read; not judged now", metadata: ["item": "\(image.itemID)"])
+            return nil
+        }
         let run = await pipeline.run(ImageUpload(image: image, bytes: bytes, contentHash: hash), context: StageContext(mode: .intake, current: existing))
         // A fresh record: nothing of an earlier verdict carries over but the history, and a person's decision
         // when the bytes are the ones they decided on.
@@ -86,7 +93,13 @@ public struct UploadProcessor: Sendable {
         if let reused = item.reused {
             detail = [item.reason, "classification reused from \(reused.item) (distance \(reused.distance))"].compactMap { $0 }.joined(separator: "; ")
         }
-        try await store.recordVerdict(move.item, stage: run.decidedBy, detail: detail)
+        guard try await store.recordUploadVerdict(move.item, stage: run.decidedBy, detail: detail) else {
+            // Erased while it was judged: its row is gone, and nothing of it may stay (the outputs were written before
+            // the commit; erasure sweeps its folders once more after the rows, for a verdict committed just before).
+            for file in pipeline.layout.files(of: image) where !pipeline.layout.isPending(file) { try? FileOps.remove(file) }
+            logger.notice("upload erased while it was judged; its verdict and outputs are dropped", metadata: ["item": "\(image.itemID)"])
+            return nil
+        }
         try move.finish()
         // With banks.autoAddBlocked, a blocked image's hash joins the bank of removed images.
         if item.status == .blocked { await pipeline.matcher?.imageBlocked(move.item) }

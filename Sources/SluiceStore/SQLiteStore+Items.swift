@@ -135,6 +135,19 @@ extension SQLiteStore {
         }
     }
 
+    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
+        try await write("record verdict for \(item.id)") { db in
+            guard let previous = try ItemRow.fetchOne(db, key: item.id.rawValue) else { return false }
+            var updated = item
+            updated.createdAt = previous.createdAt
+            updated.attempts = max(previous.attempts, item.attempts)
+            try ItemRow(updated).save(db)
+            try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous.status,
+                                   toStatus: item.status, stage: stage, detail: detail ?? item.reason)).insert(db)
+            return true
+        }
+    }
+
     @discardableResult
     public func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }

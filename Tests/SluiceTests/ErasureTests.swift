@@ -44,6 +44,31 @@ import Testing
                                 environment: SeedClientTests.environment, logger: quietLogger)
     }
 
+    /// A user erased while the daemon is classifying their uploads: the verdicts that come back afterwards are not
+    /// recorded and nothing of the uploads is published (they were, with approved rows, before).
+    @Test func uploadsBeingJudgedWhenTheirUserIsErasedStayErased() async throws {
+        let root = try TemporaryDataRoot()
+        let slow = try await FakeVisionServer.start { _, _ in .delayed(seconds: 2, then: .safeSearch(cleanResult)) }
+        defer { slow.stop() }
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "zed", name: "p1.jpg")
+        try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "zed", name: "p2.png")
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "amy", name: "keep.jpg")
+        let config = root.config(endpoint: slow.endpoint)
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
+        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
+        // Erased once both are being classified (received, not judged).
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, try await services.store.items(kind: .image).filter({ $0.userId == "zed" && $0.status == .pending }).count < 2 {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let summary = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        #expect(summary.items.count == 2, "\(summary)")
+        try await daemon.value
+        #expect(Self.files(root, of: "zed").isEmpty, "\(Self.files(root, of: "zed"))")
+        #expect(try await services.store.items(kind: .image).filter { $0.userId == "zed" }.isEmpty)
+        #expect(try await services.store.item("amy/keep")?.status == .approved && root.exists("approved/amy/keep.jpg"))
+    }
+
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
         let root = try TemporaryDataRoot()
         let store = try await Self.seed(root)

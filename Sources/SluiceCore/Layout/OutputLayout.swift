@@ -180,6 +180,11 @@ public struct OutputLayout: Sendable, Equatable {
         return found + pendingUploads(of: image)
     }
 
+    /// Whether `file` is in pending/ (an upload not judged yet).
+    public func isPending(_ file: URL) -> Bool {
+        file.standardizedFileURL.path.hasPrefix(root.pending.standardizedFileURL.path + "/")
+    }
+
     /// A user's folder in every part of the contract (pending/, approved/, thumbnails/, quarantine/, review/,
     /// rejected/), where it exists. What erasing a user removes.
     public func folders(ofUser userId: String) -> [URL] {
@@ -255,9 +260,13 @@ public struct StatusMove: Sendable {
         case let .removePending(file, identity):
             if FileIdentity.of(file) == identity { try FileOps.remove(file) }
         case let .movePending(file, destination, judged):
-            if FileIdentity.of(file) == judged.identity {
+            switch FileIdentity.of(file) {
+            case judged.identity?:
                 try FileOps.move(file, to: destination)
-            } else {
+            case nil:
+                // Removed since it was read (erased): not brought back from memory.
+                break
+            case _?:
                 // Replaced since it was read: what was judged is kept from memory.
                 try FileOps.writeAtomically(judged.bytes, to: destination)
             }

@@ -31,6 +31,10 @@ public protocol StatusStore: Sendable {
     /// Stores an item's verdict (insert or replace, keeping `createdAt` and the larger attempt count) with a
     /// `verdict` event, in one transaction.
     func recordVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError)
+    /// `recordVerdict` for an upload the daemon judged, only while its item still exists (`markReceived` made it):
+    /// false, and nothing written, when it was erased while it was being judged — an erased user's upload must not
+    /// come back with its verdict.
+    func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool
     /// Many verdicts in one transaction (text queues): each insert or replace counts an attempt and appends a
     /// `verdict` event. Returns how many were written.
     @discardableResult

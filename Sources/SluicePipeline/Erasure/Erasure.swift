@@ -28,6 +28,8 @@ public struct Erasure: Sendable {
             }
         }
         summary.items = try await store.eraseItems([id], by: by, reason: reason, at: date).map(\.id)
+        // A daemon that committed this upload's verdict between the files and the row wrote its outputs first.
+        if let image = id.image { for file in layout.files(of: image) { try FileOps.remove(file) } }
         return summary.items.isEmpty && summary.files == 0 ? nil : summary
     }
 
@@ -47,6 +49,13 @@ public struct Erasure: Sendable {
         }
         let ids = try await store.itemIDs(matching: ItemFilter(userId: userId))
         summary.items = try await store.eraseItems(ids, by: by, reason: reason, at: date).map(\.id)
+        // A daemon that committed a verdict of theirs between the files and the rows wrote its outputs before that: the
+        // folders go once more (a verdict committed after the rows went is not recorded at all: recordUploadVerdict).
+        for folder in layout.folders(ofUser: userId) {
+            do { try FileManager.default.removeItem(at: folder) } catch {
+                throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
+            }
+        }
         try await store.anonymizeReports(by: userId)
         try await store.eraseRelations(of: userId)
         return summary

@@ -163,6 +163,22 @@ extension PostgresStore {
         }
     }
 
+    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
+        let logger = logger
+        return try await transaction("record verdict for \(item.id)") { connection in
+            try await connection.lock(.events, logger: logger)
+            guard let previous = try await Self.lockedItems([item.id], on: connection, logger: logger)[item.id] else { return false }
+            var updated = item
+            updated.createdAt = previous.createdAt
+            updated.attempts = max(previous.attempts, item.attempts)
+            try await Self.upsert([updated], on: connection, logger: logger)
+            try await Self.insertEvents([ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous.status,
+                                                   toStatus: item.status, stage: stage, detail: detail ?? item.reason)],
+                                        on: connection, logger: logger)
+            return true
+        }
+    }
+
     @discardableResult
     public func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }
