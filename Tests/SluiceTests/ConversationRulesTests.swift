@@ -121,6 +121,21 @@ import Testing
 
     // MARK: Seed 004: block → blocked message with auto-reply → unblock → delivered
 
+    /// A message request counted before a crash (its counts are written before its verdict) is that message's own
+    /// request when the line is read again: not "already sent", which blocked the message by itself.
+    @Test func aReplayedRequestIsNotBlockedByItsOwnRequest() async throws {
+        let root = try TemporaryDataRoot()
+        let store = try await root.store()
+        // What a daemon killed between the rules' write and the verdicts' leaves: the request, no item.
+        _ = try await store.recordMessageTally(MessageTally(requests: [.init(sender: "sam", recipient: "tia", itemId: "r1")]), now: Date())
+        let after = try await Self.send(root, [["id": "r1", "userId": "sam", "recipientId": "tia", "text": "hi, saw your stall today"],
+                                              ["id": "r2", "userId": "sam", "recipientId": "tia", "text": "hello again"]])
+        let r1 = try #require(try await after.item("r1"))
+        #expect(r1.status == .approved, "\(r1.reason ?? "")")
+        let r2 = try #require(try await after.item("r2"))
+        #expect(r2.status == .blocked && r2.reason?.contains("Message request already sent") == true, "a second message is still refused: \(r2.reason ?? "")")
+    }
+
     @Test func seed004BlockFlowEndToEnd() async throws {
         let root = try TemporaryDataRoot()
         try await Self.application(root).test(.router) { client in

@@ -54,6 +54,9 @@ public struct RelationFacts: Sendable, Equatable {
     public var senderCreatedAt: Date?
     /// Message requests (messages sent without a follow that allows it) already counted for this pair.
     public var requestsSent = 0
+    /// Their messages' item ids: a message replayed after a crash finds its own request here and is not counted
+    /// (or refused) as a second one.
+    public var requestItems: [String] = []
 
     public init() {}
 }

@@ -142,14 +142,26 @@ public actor ConversationLedger {
                 pairs[pair] = CachedFacts(facts: facts, readAt: readAt)
             }
         }
+        let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
+        if facts.requestItems.contains(itemId.rawValue) {
+            // This message's request is already counted (a replay after a crash): it is not a second request, and
+            // its counters were written with it, so they are read, not added to again.
+            let permission = MessagingPermission(allowed: true, reason: "message request (counted when this message was first read)",
+                                                 requestsRemaining: max(0, requestLimit - facts.requestsSent), kind: .request)
+            let values = counters.map { counter -> Int? in
+                if let maxAge = counter.maxSenderAge { guard let age, age >= 0, age < maxAge else { return nil } }
+                return slots[CounterSlot(counter, at: now)]?.total
+            }
+            return MessageCounts(facts: facts, permission: permission, counters: values)
+        }
         let permission = MessagingPermission.decide(facts, requestLimit: requestLimit)
         guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
         if permission.kind == .request {
             facts.requestsSent += 1
+            facts.requestItems.append(itemId.rawValue)
             pairs[pair]?.facts = facts
             pending.requests.append(MessageTally.Request(sender: sender, recipient: recipient, itemId: itemId.rawValue))
         }
-        let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
         var values: [Int?] = []
         values.reserveCapacity(counters.count)
         for counter in counters {
