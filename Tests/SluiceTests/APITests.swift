@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import HTTPTypes
@@ -339,6 +340,43 @@ import Testing
         defer { clean.stop() }
         let store = try await runOnce(root, server: clean)
         #expect(try await store.item("carol/\(imageId)")?.status == .approved)
+    }
+
+    /// Several uploads of one id at once: one is stored (201), the same bytes again are 200 and other bytes 409 —
+    /// never a 500 — and only the stored one uses upload quota.
+    @Test func uploadsOfOneIdAtOnceAreAnsweredOneByOne() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await makeServices(root)
+        let files = try ["rocket.jpg", "coffee.png", "chelsea.png"].map { try Data(contentsOf: TestEnvironment.fixture("images/photos/\($0)")) }
+        let alice = Self.jwt(sub: "alice", exp: Date().timeIntervalSince1970 + 600)
+        try await app(services).test(.live) { client in
+            let port = try #require(client.port)
+            // Each on its own connection (the test client's one connection would take them in turn).
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<9 {
+                    let body = files[index % 3]
+                    group.addTask {
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/uploads/alice/same")
+                        request.method = .PUT
+                        request.headers.add(name: "Authorization", value: "Bearer \(alice)")
+                        request.headers.add(name: "Content-Type", value: "image/jpeg")
+                        request.body = .bytes(ByteBuffer(bytes: body))
+                        return Int(try await HTTPClient.shared.execute(request, timeout: .seconds(30)).status.code)
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 201 }.count == 1, "\(statuses)")
+            #expect(statuses.allSatisfy { [200, 201, 409].contains($0) }, "\(statuses)")
+            #expect(statuses.filter { $0 == 409 }.count == 6, "the two other images, three times each: \(statuses)")
+            try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post,
+                                     headers: [.authorization: "Bearer \(alice)", .contentType: "application/json"],
+                                     body: ByteBuffer(string: #"{"data": {}}"#)) { response in
+                let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: [String: Any]])
+                #expect(result["image_upload"]?["current"] as? Int == 1)
+            }
+        }
+        #expect(services.layout.pendingUploads(of: try #require(ImageRef(userId: "alice", imageId: "same"))).count == 1)
     }
 
     @Test func reportsAndRateLimits() async throws {

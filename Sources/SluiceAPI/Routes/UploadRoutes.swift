@@ -10,6 +10,7 @@ import SluiceCore
 struct UploadRoutes {
     let services: APIServices
     let limits: RateLimits
+    let inFlight = UploadsInFlight()
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
@@ -49,12 +50,21 @@ struct UploadRoutes {
         let data = Data(buffer: body)
         let format: ImageFormat
         do throws(ImagingError) { format = try services.images.processor.sniff(data) } catch { throw APIError(.invalidArgument, error.message) }
+        let response = try await inFlight.exclusively(image.itemID) {
+            try await store(data, format: format, as: image, context: context)
+        }
+        return try context.json(response.result, status: response.status)
+    }
+
+    /// What is already pending or judged under the id decides; otherwise the bytes are written to pending/.
+    private func store(_ data: Data, format: ImageFormat, as image: ImageRef, context: APIContext) async throws -> (result: UploadResult, status: HTTPResponse.Status) {
+        let (userId, imageId) = (image.userId, image.imageId)
         let layout = services.layout
         if let pending = layout.pendingUploads(of: image).first {
             guard (try? Data(contentsOf: pending)) == data else {
                 throw APIError(.alreadyExists, "\(image) already has a different upload in progress")
             }
-            return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"))
+            return (UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"), .ok)
         }
         if let existing = try await services.store.item(image.itemID) {
             // Judged already (approved, blocked, held for review or an appeal): the same bytes are that item; other
@@ -65,17 +75,19 @@ struct UploadRoutes {
                           else { "upload under another id" }
                 throw APIError(.alreadyExists, "\(image) already holds an item (\(existing.status.rawValue)) with different bytes; \(way)")
             }
-            return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: existing.status.rawValue,
-                                                 imageStatus: ItemResponse.imageStatus(existing.status)))
+            return (UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: existing.status.rawValue,
+                                 imageStatus: ItemResponse.imageStatus(existing.status)), .ok)
         }
         try await limits.consume(.imageUpload, context: context)
         do {
             _ = try layout.writeUpload(data, as: image, fileExtension: format.fileExtension)
         } catch {
+            // Another API server stored one under this id meanwhile.
+            if !layout.pendingUploads(of: image).isEmpty { throw APIError(.alreadyExists, "\(image) already has an upload in progress") }
             context.logger.error("upload not stored", metadata: ["error": "\(error)"])
             throw APIError(.internalError, "upload could not be stored")
         }
-        return try context.json(UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"), status: .created)
+        return (UploadResult(id: image.itemID, userId: userId, imageId: imageId, status: "pending", imageStatus: "pending"), .created)
     }
 }
 
