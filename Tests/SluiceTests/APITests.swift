@@ -252,8 +252,16 @@ import Testing
                 #expect(result["urgencyScore"] is Int && result["urgencyIndicators"] is [String] && result["reason"] is String)
             }
             let bad: [(String, String, String)] = [
-                ("/v1/functions/validate_text", "not json", "body must be a JSON object {\"data\": {…}}"),
+                ("/v1/functions/validate_text", "not json", "body is not valid JSON (Invalid value around character 1): it must be a JSON object {\"data\": {…}}"),
+                ("/v1/functions/validate_text", "[1]", "body is not a JSON object (an array): it must be a JSON object {\"data\": {…}}"),
                 ("/v1/functions/validate_text", #"{"text": "hi"}"#, "missing \"data\" object"),
+                ("/v1/functions/validate_text", #"{"data": []}"#, "\"data\" must be a JSON object"),
+                ("/v1/functions/validate_text", #"{"data": "hi"}"#, "\"data\" must be a JSON object"),
+                // The decoder calls a number it cannot hold "not valid JSON": the field is named.
+                ("/v1/functions/summarizeThread", #"{"data": {"conversationId": "c", "messageLimit": 1.5}}"#, "data.messageLimit must be an integer"),
+                ("/v1/functions/smartSearch", #"{"data": {"query": "x", "limit": 1e30}}"#, "data.limit must be an integer"),
+                ("/v1/functions/healthCheck", #"{"foo": 1}"#, "unknown field \"foo\": the body is {\"data\": null}, {\"data\": {}} or {}"),
+                ("/v1/functions/get_rate_limits", #"{"data": null, "extra": true}"#, "unknown field \"extra\": the body is {\"data\": null}, {\"data\": {}} or {}"),
                 ("/v1/functions/validate_text", #"{"data": {"text": 5}}"#, "data.text must be a string"),
                 ("/v1/functions/validate_text", #"{"data": {"text": ""}}"#, "text is empty"),
                 ("/v1/functions/detectPriority", #"{"data": {}}"#, "data.messageText must be a non-empty string"),

@@ -182,10 +182,10 @@ functions["submit_report"] = ("submitReport", "Seed 000's submit_report.",
         "description": {"type": ["string", "null"], "maxLength": 1000, "pattern": NO_NUL}}}),
     callable_ok(ref("ReportResult")), (400, 401, 404, 405, 429))
 functions["get_rate_limits"] = ("getRateLimits", "Seed 000's get_rate_limits for the calling user (called with `call(nil)`: data may be null or absent).",
-    {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"data": {"type": ["object", "null"], "maxProperties": 0}}}}}},
+    {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {"data": {"type": ["object", "null"], "maxProperties": 0}}}}}},
     callable_ok(ref("RateLimits")), (400, 401, 404, 405))
 functions["healthCheck"] = ("healthCheck", "Seed 004's healthCheck.",
-    {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"data": {"type": ["object", "null"], "maxProperties": 0}}}}}},
+    {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {"data": {"type": ["object", "null"], "maxProperties": 0}}}}}},
     callable_ok(ref("HealthCheck")), (400, 401, 404, 405))
 functions["deleteProfilePicture"] = ("deleteProfilePicture", "Seed 004's deleteProfilePicture: erases `{userId}/profile_{userId}` with every file of it.",
     callable_body({"type": "object", "required": ["userId"], "properties": {"userId": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,120}$"}}}),

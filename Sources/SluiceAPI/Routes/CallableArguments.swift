@@ -28,24 +28,51 @@ struct CallableResult<T: Encodable>: Encodable {
 extension CallableArguments {
     /// The request body's `data`, or the envelope's message naming what was wrong.
     static func decode(_ body: ByteBuffer) throws -> Self {
+        // No body at all is `{}`: no `data`.
+        let json = body.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: body)
         do {
-            // No body at all is `{}`: no `data`.
-            let json = body.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: body)
             guard let data = try JSONDecoder().decode(CallableRequest<Self>.self, from: json).data ?? absent else {
                 throw APIError(.invalidArgument, "missing \"data\" object")
             }
+            // A function without arguments takes `{"data": null}`, `{"data": {}}`, `{}` or nothing: any other field is a
+            // mistake (checked only for these, so the hot functions parse their body once).
+            if absent != nil, let unknown = (((try? JSONSerialization.jsonObject(with: json)) as? [String: Any])?.keys.sorted())?.first(where: { $0 != "data" }) {
+                throw APIError(.invalidArgument, "unknown field \(Identifiers.printable(unknown)): the body is {\"data\": null}, {\"data\": {}} or {}")
+            }
             return data
         } catch let error as DecodingError {
-            let path: [any CodingKey] = switch error {
-            case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context): context.codingPath
-            case let .keyNotFound(key, context): context.codingPath + [key]
-            @unknown default: []
+            switch error {
+            case let .keyNotFound(key, context) where context.codingPath.isEmpty && key.stringValue == "data":
+                throw APIError(.invalidArgument, "missing \"data\" object")
+            case let .keyNotFound(key, context):
+                throw APIError(.invalidArgument, context.codingPath.isEmpty ? "missing \"data\" object" : problem(with: key.stringValue))
+            case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+                switch context.codingPath.count {
+                case 0: throw APIError(.invalidArgument, bodyProblem(json))
+                case 1: throw APIError(.invalidArgument, "\"data\" must be a JSON object")
+                default: throw APIError(.invalidArgument, problem(with: context.codingPath[1].stringValue))
+                }
+            @unknown default:
+                throw APIError(.invalidArgument, "body must be a JSON object {\"data\": {…}}")
             }
-            switch path.count {
-            case 0: throw APIError(.invalidArgument, "body must be a JSON object {\"data\": {…}}")
-            case 1: throw APIError(.invalidArgument, "missing \"data\" object")
-            default: throw APIError(.invalidArgument, problem(with: path[1].stringValue))
+        }
+    }
+
+    /// Why a body the decoder refused as a whole was refused: not JSON at all, not an object, or (the decoder says
+    /// "not valid JSON" for a number it cannot hold, such as 1.5 or 1e30 for an integer) the field with that number.
+    static func bodyProblem(_ json: Data) -> String {
+        switch JSONLine.object(json) {
+        case let .failure(problem):
+            return "body is \(problem.message): it must be a JSON object {\"data\": {…}}"
+        case let .success(object):
+            guard let data = object["data"] as? [String: Any] else { return "\"data\" must be a JSON object" }
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {
+                if let number = value as? NSNumber, String(cString: number.objCType) != "c",
+                   number.doubleValue.rounded() != number.doubleValue || abs(number.doubleValue) > 9.0e15 {
+                    return problem(with: key)
+                }
             }
+            return "body must be a JSON object {\"data\": {…}}"
         }
     }
 }
