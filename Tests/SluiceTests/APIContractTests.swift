@@ -188,8 +188,8 @@ import Testing
     @Test func wrongMethodsAndUnknownPathsGetTheEnvelope() async throws {
         let root = try TemporaryDataRoot()
         try await Self.application(Self.services(root.config(endpoint: "http://127.0.0.1:9/v1"))).test(.router) { client in
-            for (method, uri, allow) in [(HTTPRequest.Method.patch, "/v1/items/alice/a", "DELETE, GET"), (.get, "/v1/uploads/alice", "POST"),
-                                         (.put, "/healthz", "GET"), (.get, "/v1/functions/validate_text", "POST"), (.post, "/metrics", "GET")] {
+            for (method, uri, allow) in [(HTTPRequest.Method.patch, "/v1/items/alice/a", "DELETE, GET, HEAD"), (.get, "/v1/uploads/alice", "POST"),
+                                         (.put, "/healthz", "GET, HEAD"), (.get, "/v1/functions/validate_text", "POST"), (.post, "/metrics", "GET, HEAD")] {
                 try await client.execute(uri: uri, method: method, headers: Self.app) { response in
                     #expect(response.status == .methodNotAllowed, "\(method) \(uri)")
                     #expect(response.headers[.allow] != nil)

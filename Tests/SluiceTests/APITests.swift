@@ -208,6 +208,17 @@ import Testing
             try await client.execute(uri: "/v1/images/review/alice/r.png", method: .head, headers: token) { response in
                 #expect(response.status == .notFound)
             }
+            // Every GET route answers HEAD (load balancers probe /healthz with it); a route without GET says what it has.
+            for uri in ["/healthz", "/v1/items/alice/a", "/v1/reports", "/v1/banks"] {
+                let length = try await client.execute(uri: uri, method: .get, headers: token) { Int($0.headers[.contentLength] ?? "") ?? $0.body.readableBytes }
+                try await client.execute(uri: uri, method: .head, headers: token) { response in
+                    #expect(response.status == .ok, "\(uri)")
+                    #expect(response.body.readableBytes == 0 && response.headers[.contentLength] == String(length), "\(uri)")
+                }
+            }
+            try await client.execute(uri: "/v1/functions/validate_text", method: .head, headers: token) { response in
+                #expect(response.status == .methodNotAllowed && response.headers[.allow] == "POST")
+            }
             try await client.execute(uri: "/v1/images/thumbnails/alice/a.jpg", method: .get, headers: token) { response in
                 #expect(response.status == .ok)
                 #expect(JPEGInspector.dimensions(Data(buffer: response.body)).map { max($0.width, $0.height) } == 200)

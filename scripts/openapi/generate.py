@@ -135,11 +135,6 @@ paths["/v1/images/{folder}/{userId}/{file}"] = {"get": op("image", "An approved 
     ok={"200": {"description": "The JPEG.", "headers": {"ETag": {"schema": {"type": "string"}}}, "content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
         "304": {"description": "Not modified (If-None-Match)."}},
     errors=(400, 401, 404, 405))}
-paths["/v1/images/{folder}/{userId}/{file}"]["head"] = op("imageHead", "The same status and headers as GET (ETag, Content-Length), without the image.",
-    paths["/v1/images/{folder}/{userId}/{file}"]["get"]["parameters"],
-    ok={"200": {"description": "The JPEG exists and may be read.", "headers": {"ETag": {"schema": {"type": "string"}}, "Content-Length": {"schema": {"type": "integer"}}}},
-        "304": {"description": "Not modified (If-None-Match)."}},
-    errors=(400, 401, 404, 405))
 
 IMAGE_TYPES = ["image/jpeg", "image/png", "image/webp", "image/gif"]
 upload_body = {"required": True, "description": "The image (at most limits.maxBytes; checked by its magic bytes).",
@@ -394,7 +389,7 @@ doc["info"] = {"title": "Sluice API", "version": "2.0.0", "description":
   "needs a credential: an app token (`X-App-Token` or `Authorization: Bearer`, optionally acting for `X-User-Id`) or an end user's JWT "
   "(`Authorization: Bearer`; HS256, or RS256/ES256 from a JWKS such as Firebase ID tokens; `sub` is the user id). Errors use "
   "`{\"error\": {\"status\", \"message\"}}`, except under /api/ where the Caption API envelope `{\"success\": false, \"error\": {\"code\", \"message\", \"timestamp\"}}` is used. "
-  "Custom formats: `sluice-image` (the bytes of a JPEG, PNG, WebP or GIF) and `sluice-image-base64` (such an image, base64)."}
+  "Every GET path also answers HEAD (the GET's status and headers, Content-Length included, without the body). Custom formats: `sluice-image` (the bytes of a JPEG, PNG, WebP or GIF) and `sluice-image-base64` (such an image, base64)."}
 doc["servers"] = [{"url": "http://127.0.0.1:8080"}]
 doc["paths"] = paths
 doc["components"] = {

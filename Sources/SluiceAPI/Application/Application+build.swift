@@ -12,7 +12,7 @@ public func buildApplication(services: APIServices, environment: [String: String
     // Rate-limit windows live in this process's memory and are exchanged with the store in the background.
     let ledger = RateLimitLedger(services: services, now: now)
     let router = buildRouter(services: services, environment: environment, now: now, rateLimits: ledger)
-    return Application(router: router,
+    return Application(responder: HeadAsGetResponder(base: router.buildResponder()),
                        server: .http1(configuration: .init(additionalChannelHandlers: [ProtocolErrorEnvelopeHandler()])),
                        configuration: .init(address: .hostname(services.config.api.host, port: port ?? services.config.api.port),
                                             serverName: "sluice"),

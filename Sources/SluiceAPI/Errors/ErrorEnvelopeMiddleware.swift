@@ -36,7 +36,9 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
         let path = request.uri.path
         switch error.status {
         case .notFound:
-            let allowed = routes.methods(forPath: path)
+            var allowed = routes.methods(forPath: path)
+            // HEAD is answered wherever GET is (HeadAsGetResponder).
+            if allowed.contains(.get) { allowed.insert(.head) }
             if !allowed.isEmpty, !allowed.contains(request.method) {
                 let list = allowed.map(\.rawValue).sorted().joined(separator: ", ")
                 return APIError(.invalidArgument, "\(request.method.rawValue) is not allowed on \(Identifiers.printable(path)); use \(list)",

@@ -12,12 +12,12 @@ struct FileRoutes {
 
     func collection() -> RouteCollection<APIContext> {
         let routes = RouteCollection(context: APIContext.self)
-        routes.get("/v1/images/:folder/:userId/:file", use: { try await image($0, context: $1, head: false) })
-        routes.head("/v1/images/:folder/:userId/:file", use: { try await image($0, context: $1, head: true) })
+        // HEAD is answered from GET for every route (HeadAsGetResponder).
+        routes.get("/v1/images/:folder/:userId/:file", use: { try await image($0, context: $1) })
         return routes
     }
 
-    func image(_ request: Request, context: APIContext, head: Bool) async throws -> Response {
+    func image(_ request: Request, context: APIContext) async throws -> Response {
         let folder = try context.pathParameter("folder")
         let userId = try context.pathParameter("userId")
         let file = try context.pathParameter("file")
@@ -40,10 +40,6 @@ struct FileRoutes {
         if matches {
             headers[.contentType] = nil
             return Response(status: .notModified, headers: headers)
-        }
-        if head {
-            headers[.contentLength] = String(data.count)
-            return Response(status: .ok, headers: headers)
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
