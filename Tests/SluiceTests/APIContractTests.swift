@@ -223,6 +223,9 @@ import Testing
             try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .unauthorized)
             }
+            try await client.execute(uri: "/metrics", method: .get, headers: SeedClientTests.user("alice")) { response in
+                #expect(response.status == .forbidden, "an end user does not read every user's counts and the daemons' hosts")
+            }
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok)
                 let object = Self.object(response.body)

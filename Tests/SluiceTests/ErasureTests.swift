@@ -108,6 +108,13 @@ import Testing
             try await client.execute(uri: "/v1/items/frank/ok", method: .post, headers: SeedClientTests.app) { response in
                 #expect(response.status == .methodNotAllowed)
             }
+            // An upload not judged yet is erased by name too (it has no row; its file was it).
+            try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "frank", name: "later.png")
+            try await client.execute(uri: "/v1/items/frank/later", method: .delete, headers: SeedClientTests.app) { response in
+                let body = SeedClientTests.json(response.body)
+                #expect(body["erased"] as? [String] == ["frank/later"] && body["files"] as? Int == 1, "\(body)")
+            }
+            #expect(!root.exists("pending/frank/later.png"))
 
             // The user: quarantine, pending, the text message, their reports' authorship.
             try await client.execute(uri: "/v1/functions/submit_report", method: .post, headers: SeedClientTests.user("frank"),

@@ -40,9 +40,9 @@ paths = O()
 paths["/healthz"] = {"get": op("health", "The store's and each provider's state (no credential).", security=[],
     ok={"200": dict(description="Serving (status ok or degraded).", **json_body(ref("Health"))),
         "503": dict(description="The store is unreachable.", **json_body(ref("Health")))}, errors=(405,))}
-paths["/metrics"] = {"get": op("metrics", "Prometheus text: items by kind and status, stage latencies, provider calls, HTTP requests.",
+paths["/metrics"] = {"get": op("metrics", "Prometheus text: items by kind and status, stage latencies, provider calls, HTTP requests (app tokens).",
     ok={"200": {"description": "Prometheus exposition format 0.0.4.", "content": {"text/plain": {"schema": {"type": "string"}}}}},
-    errors=(400, 401, 405))}
+    errors=(400, 401, 403, 405))}
 
 text_id = path_param("id", TEXT_ID, "A text item's id.")
 user_in_path = lambda name="id": path_param(name, ID, "The user's id.")

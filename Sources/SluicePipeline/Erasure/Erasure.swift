@@ -30,6 +30,8 @@ public struct Erasure: Sendable {
         summary.items = try await store.eraseItems([id], by: by, reason: reason, at: date).map(\.id)
         // A daemon that committed this upload's verdict between the files and the row wrote its outputs first.
         if let image = id.image { for file in layout.files(of: image) { try FileOps.remove(file) } }
+        // An upload not judged yet has no row: its files were it, and it is named as erased.
+        if summary.items.isEmpty, summary.files > 0 { summary.items = [id] }
         return summary.items.isEmpty && summary.files == 0 ? nil : summary
     }
 
