@@ -100,8 +100,10 @@ public struct TextQueueIngestor: Sendable {
     }
 
     /// Runs the lines through the intake pipeline (all at once when there is more than one); runs in line order.
-    func judge(_ lines: [(line: Data, number: Int)], file name: String) async -> [Judged] {
-        let inputs = lines.map { QueueLine(bytes: $0.line, source: "queues/text/\(name):\($0.number)", fallbackID: ItemID("\(name):\($0.number)")) }
+    func judge(_ lines: [(line: Data, number: Int)], file name: String, mayBeReplay: Bool = false) async -> [Judged] {
+        let inputs = lines.map {
+            QueueLine(bytes: $0.line, source: "queues/text/\(name):\($0.number)", fallbackID: ItemID("\(name):\($0.number)"), mayBeReplay: mayBeReplay)
+        }
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: inputs.count)
         return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
     }
@@ -159,6 +161,7 @@ public struct TextQueueIngestor: Sendable {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         var run = FileRun(ingestor: self, name: name, stillHeld: stillHeld)
+        run.mayBeReplay = try await Self.wasReadBefore(data, name: name, store: store)
         var lineNumber = 0
         var offset = 0
         do {
@@ -192,6 +195,21 @@ public struct TextQueueIngestor: Sendable {
     /// Where a finished file goes in done/: its own name, or, when an earlier file of that name is there (a writer
     /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced (`copy` is 1 for the
     /// name itself; the move takes the first that is free, atomically).
+    /// Whether this file was read before — a replay after a crash, or a finished file dropped again: some of its first
+    /// lines' ids are already stored. Then the conversation rules look each message up before counting it, so a
+    /// replay does not count a sender's messages twice (which held ordinary messages for review as a flood); a file
+    /// read for the first time costs one lookup. (A crash after the rules' counts of the very first batch were
+    /// written and before its verdicts were is not seen here: that batch's counts go in twice.)
+    static func wasReadBefore(_ data: Data, name: String, store: any StatusStore) async throws -> Bool {
+        let first = lines(of: data, from: 0, numbered: 0).lines.prefix(16)
+        guard !first.isEmpty else { return false }
+        let ids = first.map { line -> ItemID in
+            let object = (try? JSONSerialization.jsonObject(with: data.subdata(in: line.range))) as? [String: Any]
+            return ItemID((object?["id"] as? String) ?? "\(name):\(line.number)")
+        }
+        return !(try await store.contentHashes(ids)).isEmpty
+    }
+
     func doneDestination(for name: String, copy: Int) -> URL {
         guard copy > 1 else { return done.appendingPathComponent(name) }
         let stem = name.hasSuffix(".jsonl") ? String(name.dropLast(6)) : name
@@ -241,13 +259,15 @@ public struct TextQueueIngestor: Sendable {
         var pending: [(line: Data, number: Int)] = []
         var batch: [Judged] = []
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
+        /// Some of its lines are already stored (`wasReadBefore`).
+        var mayBeReplay = false
 
         /// Lines are judged one at a time, or a window at a time when a text classifier is called (its latency, not
         /// Sluice, sets the pace); either way they are recorded in file order.
         var window: Int { ingestor.pipeline.concurrentLines }
 
         mutating func judgePending() async throws {
-            let judged = await ingestor.judge(pending, file: name)
+            let judged = await ingestor.judge(pending, file: name, mayBeReplay: mayBeReplay)
             pending.removeAll(keepingCapacity: true)
             for line in judged {
                 batch.append(line)

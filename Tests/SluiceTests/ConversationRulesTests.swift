@@ -136,6 +136,26 @@ import Testing
         #expect(r2.status == .blocked && r2.reason?.contains("Message request already sent") == true, "a second message is still refused: \(r2.reason ?? "")")
     }
 
+    /// A queue file read again (after a crash, or dropped again) counts none of its recorded messages again: 15 in a
+    /// minute, read twice, and one more are 16 for the flood limit (20), not 31.
+    @Test func aFileReadAgainIsNotCountedTwiceBySpamCounters() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        try await services.relations.setProfile(RelationUser(userId: "yan", messagePrivacy: .anyone))
+        let lines: [[String: Any]] = (0..<15).map { ["id": "a\($0)", "userId": "xia", "recipientId": "yan", "text": "note \($0)", "sentAt": Self.at($0)] }
+        let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+        let queue = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
+        for _ in 0..<2 {
+            try Data(text.utf8).write(to: queue.appendingPathComponent("a.jsonl"))
+            _ = try await Self.send(root, [])
+        }
+        let store = try await Self.send(root, [["id": "a15", "userId": "xia", "recipientId": "yan", "text": "one more", "sentAt": Self.at(15)]])
+        let last = try #require(try await store.item("a15"))
+        #expect(last.status == .approved, "\(last.reason ?? "")")
+        #expect(try await store.items(kind: .text).filter { $0.status != .approved }.isEmpty)
+    }
+
     @Test func seed004BlockFlowEndToEnd() async throws {
         let root = try TemporaryDataRoot()
         try await Self.application(root).test(.router) { client in

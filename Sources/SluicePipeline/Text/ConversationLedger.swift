@@ -82,8 +82,9 @@ public actor ConversationLedger {
     /// One message through the rules' memory: the relations (read from the store only when not held or changed),
     /// seed 003's permission, a message request when it is one, and — when it may be delivered — every counter it
     /// adds to, with their values after it (nil where a counter did not apply).
+    /// `replayed`: the message is already recorded (read again after a crash): nothing is added.
     public func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
-                             now: Date) async throws(StoreError) -> MessageCounts {
+                             now: Date, replayed: Bool = false) async throws(StoreError) -> MessageCounts {
         try await syncIfDue()
         let pair = Pair(sender: sender, recipient: recipient)
         let readAt = clock.now
@@ -143,11 +144,15 @@ public actor ConversationLedger {
             }
         }
         let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
-        if facts.requestItems.contains(itemId.rawValue) {
-            // This message's request is already counted (a replay after a crash): it is not a second request, and
-            // its counters were written with it, so they are read, not added to again.
-            let permission = MessagingPermission(allowed: true, reason: "message request (counted when this message was first read)",
-                                                 requestsRemaining: max(0, requestLimit - facts.requestsSent), kind: .request)
+        let ownRequest = facts.requestItems.contains(itemId.rawValue)
+        if ownRequest || replayed {
+            // This message was counted when it was first read (a replay after a crash): its request is not a second
+            // one, and its counters were written with it, so they are read, not added to again.
+            let permission = ownRequest
+                ? MessagingPermission(allowed: true, reason: "message request (counted when this message was first read)",
+                                      requestsRemaining: max(0, requestLimit - facts.requestsSent), kind: .request)
+                : MessagingPermission.decide(facts, requestLimit: requestLimit)
+            guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
             let values = counters.map { counter -> Int? in
                 if let maxAge = counter.maxSenderAge { guard let age, age >= 0, age < maxAge else { return nil } }
                 return slots[CounterSlot(counter, at: now)]?.total

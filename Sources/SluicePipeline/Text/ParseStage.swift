@@ -83,11 +83,13 @@ struct ParseStage: Stage {
         if let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
             return rejected(id, userId: userId, "unknown field \"\(extra)\"")
         }
-        return .proceed(ParsedMessage(id: id, userId: userId,
-                                      content: TextContent(text: text, context: textContext, kind: kind, source: line.source,
-                                                           recipientId: related["recipientId"], conversationId: related["conversationId"],
-                                                           sentAt: sentAt, members: members),
-                                      sentAt: sentAt))
+        var message = ParsedMessage(id: id, userId: userId,
+                                    content: TextContent(text: text, context: textContext, kind: kind, source: line.source,
+                                                         recipientId: related["recipientId"], conversationId: related["conversationId"],
+                                                         sentAt: sentAt, members: members),
+                                    sentAt: sentAt)
+        message.mayBeReplay = line.mayBeReplay
+        return .proceed(message)
     }
 
     static func date(_ text: String) -> Date? { Relations.date(text) }

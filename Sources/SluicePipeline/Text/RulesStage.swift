@@ -88,8 +88,14 @@ public struct ConversationRules: Sendable {
                 }
             }
         }
+        // A line read again after a crash (or a file dropped again) that is already recorded with this text was counted
+        // then: its counters are read, not added to (the write will find it unchanged).
+        var replayed = false
+        if message.mayBeReplay, let stored = try await ledger.store.contentHashes([message.id])[message.id] {
+            replayed = stored.hash == message.contentHash
+        }
         let counts = try await ledger.countMessage(sender: sender, recipient: recipient, itemId: message.id,
-                                                  requestLimit: conversation.requestLimit, counters: counters, now: now)
+                                                  requestLimit: conversation.requestLimit, counters: counters, now: now, replayed: replayed)
         guard counts.permission.allowed else {
             let reason = counts.permission.reason
             fire(.block, reason == MessagingPermission.recipientBlockedSender || reason == MessagingPermission.senderBlockedRecipient

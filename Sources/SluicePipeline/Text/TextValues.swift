@@ -11,10 +11,15 @@ public struct QueueLine: ItemFacts {
     /// The id a line gets when it has none of its own: `{file}:{line}`.
     public var fallbackID: ItemID
 
-    public init(bytes: Data, source: String, fallbackID: ItemID) {
+    /// The line's file was read before (a replay after a crash, or a file dropped again): the rules stage asks the
+    /// store whether this message is already recorded before it counts it.
+    public var mayBeReplay: Bool
+
+    public init(bytes: Data, source: String, fallbackID: ItemID, mayBeReplay: Bool = false) {
         self.bytes = bytes
         self.source = source
         self.fallbackID = fallbackID
+        self.mayBeReplay = mayBeReplay
     }
 
     public func record(into item: inout Item, scope: RecordScope) {
@@ -35,6 +40,8 @@ public struct ParsedMessage: ItemFacts {
     public var sentAt: Date?
     /// A stored message's text classification, kept when the classifier is not re-run.
     public var storedClassification: TextClassification?
+    /// From its queue line (`QueueLine.mayBeReplay`).
+    public var mayBeReplay = false
 
     public init(id: ItemID, userId: String, content: TextContent, rules: ConversationVerdict? = nil, sentAt: Date? = nil,
                 storedClassification: TextClassification? = nil) {
