@@ -16,14 +16,20 @@ extension SQLiteStore {
                 try db.execute(sql: """
                     INSERT INTO erasure (itemId, kind, userId, contentHash, erasedBy, reason, erasedAt) VALUES (?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [item.id.rawValue, item.kind.rawValue, item.userId, item.contentHash, by, reason, date])
-                // The history goes with the row (event.itemId cascades). A hash the item gave a bank stays there (it
-                // keeps removed content out) but no longer names the item; an item that reused its classification
-                // no longer names it either.
+                // The history goes with the row (event.itemId cascades).
                 try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [item.id.rawValue])
-                try db.execute(sql: "UPDATE bankHash SET itemId = NULL, note = 'from an erased item' WHERE itemId = ?", arguments: [item.id.rawValue])
+            }
+            // A hash an item gave a bank stays there (it keeps removed content out) but no longer names the item; an
+            // item that reused its classification no longer names it either. A chunk at a time: per item, each was a
+            // scan of its whole table (erasing a user with 30,000 items held the store for minutes).
+            for chunk in erased.map(\.id.rawValue).chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                try db.execute(sql: "UPDATE bankHash SET itemId = NULL, note = 'from an erased item' WHERE itemId IN (\(marks))",
+                               arguments: StatementArguments(chunk))
                 try db.execute(sql: """
-                    UPDATE item SET reusedFrom = json_set(reusedFrom, '$.item', 'erased') WHERE json_extract(reusedFrom, '$.item') = ?
-                    """, arguments: [item.id.rawValue])
+                    UPDATE item SET reusedFrom = json_set(reusedFrom, '$.item', 'erased')
+                    WHERE reusedFrom IS NOT NULL AND json_extract(reusedFrom, '$.item') IN (\(marks))
+                    """, arguments: StatementArguments(chunk))
             }
             return erased
         }

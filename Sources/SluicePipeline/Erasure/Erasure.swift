@@ -49,8 +49,11 @@ public struct Erasure: Sendable {
             }
             FileOps.syncFolder(folder.deletingLastPathComponent())
         }
+        // 500 items a transaction, so a daemon writing verdicts meanwhile waits for one of them, not for all.
         let ids = try await store.itemIDs(matching: ItemFilter(userId: userId))
-        summary.items = try await store.eraseItems(ids, by: by, reason: reason, at: date).map(\.id)
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            summary.items += try await store.eraseItems(Array(ids[start..<min(start + 500, ids.count)]), by: by, reason: reason, at: date).map(\.id)
+        }
         // A daemon that committed a verdict of theirs between the files and the rows wrote its outputs before that: the
         // folders go once more (a verdict committed after the rows went is not recorded at all: recordUploadVerdict).
         for folder in layout.folders(ofUser: userId) {
