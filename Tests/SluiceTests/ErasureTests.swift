@@ -25,7 +25,10 @@ import Testing
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "grace", name: "keep.jpg")
         let queue = root.url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        try Data(#"{"id": "m-1", "userId": "frank", "text": "see you at noon"}"#.utf8).write(to: queue.appendingPathComponent("q.jsonl"))
+        try Data(#"""
+            {"id": "m-1", "userId": "frank", "text": "see you at noon"}
+            {"id": "g-1", "userId": "grace", "recipientId": "frank", "text": "noon works"}
+            """#.utf8).write(to: queue.appendingPathComponent("q.jsonl"))
         _ = try await runOnce(root, server: clean)
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "frank", name: "bad.png")
         let store = try await runOnce(root, server: blocked)
@@ -143,6 +146,10 @@ import Testing
         let stillBlocks = try await store.isBlocked(blocker: "frank", blocked: "grace")
         #expect(try await store.relationHistory("frank").isEmpty && !stillBlocks)
         #expect(try await store.relationFacts(sender: "grace", recipient: "frank") == RelationFacts(), "no follow of frank is left")
+        // The queue file already read keeps no line of frank's: it is blank, so grace's keeps its number.
+        let done = try String(contentsOf: root.file("queues/text/done/q.jsonl"), encoding: .utf8)
+        #expect(done == "\n" + #"{"id": "g-1", "userId": "grace", "recipientId": "frank", "text": "noon works"}"#, "\(done)")
+        #expect(try await store.item("g-1")?.content?.source == "queues/text/q.jsonl:2")
         // grace is untouched.
         #expect(try await store.item("grace/keep")?.status == .approved)
         #expect(root.allFiles().contains("approved/grace/keep.jpg"))

@@ -63,6 +63,30 @@ public struct Erasure: Sendable {
         }
         try await store.anonymizeReports(by: userId)
         try await store.eraseRelations(of: userId)
+        try blankFinishedQueueLines(of: userId)
         return summary
+    }
+
+    /// The text queue files already read (`queues/text/done/`) keep no line of an erased user: each of their lines is
+    /// emptied (the line stays, blank, so the others keep the numbers their items cite as `source`). A file is
+    /// rewritten (temp → fsync → rename) only when it held one.
+    func blankFinishedQueueLines(of userId: String) throws {
+        let done = layout.root.url.appendingPathComponent("queues/text/done", isDirectory: true)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: done.path)) ?? []
+        let needle = Data("\"\(userId)\"".utf8)
+        for name in names.sorted() where name.hasSuffix(".jsonl") {
+            let file = done.appendingPathComponent(name)
+            guard FileType(at: file) == .regular, let data = try? Data(contentsOf: file), data.range(of: needle) != nil else { continue }
+            var changed = false
+            let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line -> Data in
+                guard line.range(of: needle) != nil,
+                      let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
+                      (object["userId"] as? String) == userId || (object["senderId"] as? String) == userId else { return Data(line) }
+                changed = true
+                return Data()
+            }
+            guard changed else { continue }
+            try FileOps.writeAtomically(Data(lines.joined(separator: [UInt8(ascii: "\n")])), to: file)
+        }
     }
 }
