@@ -35,6 +35,20 @@ extension SQLiteStore {
         }
     }
 
+    public func redactWebhookReasons(of ids: [ItemID]) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        try await write("redact webhook reasons") { db in
+            for chunk in ids.map(\.rawValue).chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                try db.execute(sql: """
+                    UPDATE webhookDelivery SET payload = json_set(payload, '$.data.reason', json('null'))
+                    WHERE event != 'item.deleted' AND json_extract(payload, '$.data.id') IN (\(marks))
+                      AND json_extract(payload, '$.data.reason') IS NOT NULL
+                    """, arguments: StatementArguments(chunk))
+            }
+        }
+    }
+
     public func anonymizeReports(by userId: String) async throws(StoreError) {
         try await write("anonymize reports by \(userId)") { db in
             try db.execute(sql: "UPDATE report SET reporterUserId = NULL, description = NULL WHERE reporterUserId = ?", arguments: [userId])

@@ -33,6 +33,36 @@ import Testing
                           environment: ["TEST_WEBHOOK_SECRET": secret], now: { clock.now }, logger: quietLogger)
     }
 
+    /// Erasing a user leaves no words of theirs in the outbox: deliveries about their items lose their `reason` (which
+    /// quoted the message), and keep their event, ids and statuses.
+    @Test func erasureRedactsTheReasonsOfUndeliveredWebhooks() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let down = try await FakeJSONServer.start { _, _ in .init(status: 503, body: "") }
+        defer { down.stop() }
+        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let clock = Clock(Date())
+        let dispatcher = Self.dispatcher(services.store, Self.hook(down), clock: clock)
+        try await dispatcher.register()
+        try root.writeQueue("q.jsonl", [#"{"id": "f1", "userId": "fay", "text": "fuck off"}"#, #"{"id": "g1", "userId": "gil", "text": "shit happens"}"#])
+        _ = try await runOnce(root, server: vision)
+        _ = await dispatcher.pass()
+        let before = try await services.store.webhookDeliveries(state: nil, limit: 100)
+        #expect(before.contains { $0.payload.contains("fuck") } && before.contains { $0.payload.contains("shit") })
+        _ = try await services.erasure.eraseUser("fay", by: "test", reason: "erasure request")
+        _ = await dispatcher.pass()
+        let after = try await services.store.webhookDeliveries(state: nil, limit: 100)
+        #expect(!after.contains { $0.payload.contains("fuck") }, "\(after.map(\.payload))")
+        #expect(after.contains { $0.payload.contains("shit") }, "another user's delivery is untouched")
+        let fay = after.filter { $0.payload.contains(#""id":"f1""#) || $0.payload.contains(#""id": "f1""#) }
+        #expect(fay.contains { $0.event == .deleted }, "the erasure itself is announced")
+        #expect(fay.filter { $0.event != .deleted }.allSatisfy { delivery in
+            let data = (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
+            return data?["reason"] is NSNull && data?["status"] as? String == "blocked"
+        }, "\(fay.map(\.payload))")
+    }
+
     /// A receiver that answers slowly holds up only its own deliveries: while one of its requests hangs, another
     /// webhook's new deliveries still go out every tick.
     @Test func aSlowReceiverHoldsUpOnlyItsOwnDeliveries() async throws {

@@ -106,6 +106,9 @@ public protocol StatusStore: Sendable {
     func eraseItems(_ ids: [ItemID], by: String, reason: String, at date: Date) async throws(StoreError) -> [Item]
     /// Reports filed by the user lose the user id and description (their targets' reports stay).
     func anonymizeReports(by userId: String) async throws(StoreError)
+    /// Webhook deliveries about these (erased) items keep their event, ids and statuses but not their `reason`, which
+    /// can quote the message ("Content contains prohibited terms: …"); `item.deleted` deliveries are left as they are.
+    func redactWebhookReasons(of ids: [ItemID]) async throws(StoreError)
     func tombstones(userId: String?) async throws(StoreError) -> [Tombstone]
 
     // MARK: Webhook outbox

@@ -30,6 +30,7 @@ public struct Erasure: Sendable {
         summary.items = try await store.eraseItems([id], by: by, reason: reason, at: date).map(\.id)
         // A daemon that committed this upload's verdict between the files and the row wrote its outputs first.
         if let image = id.image { for file in layout.files(of: image) { try FileOps.remove(file) } }
+        try await store.redactWebhookReasons(of: summary.items)
         // An upload not judged yet has no row: its files were it, and it is named as erased.
         if summary.items.isEmpty, summary.files > 0 { summary.items = [id] }
         return summary.items.isEmpty && summary.files == 0 ? nil : summary
@@ -61,6 +62,7 @@ public struct Erasure: Sendable {
                 throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
             }
         }
+        try await store.redactWebhookReasons(of: summary.items)
         try await store.anonymizeReports(by: userId)
         try await store.eraseRelations(of: userId)
         try blankFinishedQueueLines(of: userId)

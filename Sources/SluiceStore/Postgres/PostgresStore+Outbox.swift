@@ -78,6 +78,18 @@ extension PostgresStore {
         }
     }
 
+    public func redactWebhookReasons(of ids: [ItemID]) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        for chunk in ids.map(\.rawValue).chunked(500) {
+            let values = Array(chunk)
+            try await execute("redact webhook reasons", """
+                UPDATE webhookDelivery SET payload = jsonb_set(payload::jsonb, '{data,reason}', 'null'::jsonb)::text
+                WHERE event <> 'item.deleted' AND (payload::json -> 'data' ->> 'id') = ANY(\(values))
+                  AND (payload::json -> 'data' ->> 'reason') IS NOT NULL
+                """)
+        }
+    }
+
     public func anonymizeReports(by userId: String) async throws(StoreError) {
         try await execute("anonymize reports by \(userId)", """
             UPDATE report SET reporterUserId = NULL, description = NULL WHERE reporterUserId = \(userId)
