@@ -24,8 +24,11 @@ struct UsersCommand: AsyncParsableCommand {
         return first
     }
 
-    static func accounts(_ common: CommonOptions) async throws -> ReviewerAccounts {
+    /// `creating`: adding the first reviewer may come before the daemon's first run; the other subcommands change
+    /// accounts that must already be in the store.
+    static func accounts(_ common: CommonOptions, creating: Bool = false) async throws -> ReviewerAccounts {
         let config = try common.loadConfig().config
+        if !creating { try common.requireStore(config) }
         return ReviewerAccounts(store: try await Services.store(config: config))
     }
 
@@ -39,7 +42,7 @@ struct UsersCommand: AsyncParsableCommand {
         func run() async throws {
             guard let role = Reviewer.Role(rawValue: role) else { throw ValidationError("--role must be reviewer or admin, not \"\(role)\"") }
             if let problem = Reviewer.problem(with: name) { throw ValidationError(problem) }
-            let accounts = try await UsersCommand.accounts(common)
+            let accounts = try await UsersCommand.accounts(common, creating: true)
             let password = try UsersCommand.password(fromStdin: passwordStdin, prompt: "Password for \(name): ")
             do {
                 let reviewer = try await accounts.add(name, role: role, password: password)

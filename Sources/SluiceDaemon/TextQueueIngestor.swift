@@ -192,14 +192,11 @@ public struct TextQueueIngestor: Sendable {
         return summary
     }
 
-    /// Where a finished file goes in done/: its own name, or, when an earlier file of that name is there (a writer
-    /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced (`copy` is 1 for the
-    /// name itself; the move takes the first that is free, atomically).
     /// Whether this file was read before — a replay after a crash, or a finished file dropped again: some of its first
     /// lines' ids are already stored. Then the conversation rules look each message up before counting it, so a
     /// replay does not count a sender's messages twice (which held ordinary messages for review as a flood); a file
-    /// read for the first time costs one lookup. (A crash after the rules' counts of the very first batch were
-    /// written and before its verdicts were is not seen here: that batch's counts go in twice.)
+    /// read for the first time costs one lookup. (Lines counted but not recorded when a daemon was killed are not
+    /// found by the lookup and are counted again; README says how many.)
     static func wasReadBefore(_ data: Data, name: String, store: any StatusStore) async throws -> Bool {
         let first = lines(of: data, from: 0, numbered: 0).lines.prefix(16)
         guard !first.isEmpty else { return false }
@@ -210,6 +207,9 @@ public struct TextQueueIngestor: Sendable {
         return !(try await store.contentHashes(ids)).isEmpty
     }
 
+    /// Where a finished file goes in done/: its own name, or, when an earlier file of that name is there (a writer
+    /// reusing names), `{name without .jsonl}.2.jsonl`, `.3`, … so no finished file is replaced (`copy` is 1 for the
+    /// name itself; the move takes the first that is free, atomically).
     func doneDestination(for name: String, copy: Int) -> URL {
         guard copy > 1 else { return done.appendingPathComponent(name) }
         let stem = name.hasSuffix(".jsonl") ? String(name.dropLast(6)) : name

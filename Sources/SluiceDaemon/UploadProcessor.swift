@@ -72,7 +72,14 @@ public struct UploadProcessor: Sendable {
         // Erasure removes files before rows: a file gone (or replaced) by now was erased (or re-sent) after it was read,
         // and is not judged from memory; from here on an erasure finds the row, and the verdict is recorded only while
         // the row is there.
-        guard FileIdentity.of(upload.url) == identity else {
+        let now = FileIdentity.of(upload.url)
+        guard now == identity else {
+            // Removed (erased): the row just made for it would outlive the erasure, and a re-upload of the same bytes
+            // would be taken for this one; it goes (with a tombstone, as erasure leaves). Replaced: the new file is
+            // judged next, under the same row.
+            if now == nil, existing == nil {
+                _ = try await store.eraseItems([image.itemID], by: "daemon", reason: "the upload was removed while it was read", at: Date())
+            }
             logger.notice("upload removed or replaced while it was read; not judged now", metadata: ["item": "\(image.itemID)"])
             return nil
         }

@@ -166,6 +166,18 @@ import Testing
             #expect(try await services.store.item("t2") != nil, "nothing of bob's was erased")
             #expect(try await services.store.item("bob/b") != nil, "nothing of bob's was erased")
             #expect(try await services.store.relationUser("bob")?.trusted != true)
+            // What only the backend itself does is refused for every user, alice's own profile's trust included.
+            for (method, uri, body) in [(HTTPRequest.Method.get, "/v1/reports", ""), (.get, "/v1/banks", ""), (.get, "/metrics", ""),
+                                        (.put, "/v1/users/alice/profile", #"{"trusted": true}"#),
+                                        (.put, "/v1/users/alice/profile", #"{"createdAt": 1000}"#)] {
+                try await client.execute(uri: uri, method: method, headers: forAlice, body: ByteBuffer(string: body)) { response in
+                    #expect(response.status == .forbidden && Self.envelope(response.body).message?.contains("no user may") == true, "\(method) \(uri)")
+                }
+            }
+            try await client.execute(uri: "/v1/users/alice/profile", method: .put, headers: forAlice,
+                                     body: ByteBuffer(string: #"{"messagePrivacy": "anyone"}"#)) { response in
+                #expect(response.status == .ok, "her own privacy may be set for her")
+            }
             try await client.execute(uri: "/v1/items/t1", method: .delete, headers: forAlice) { response in
                 #expect(response.status == .ok, "alice's own message")
             }

@@ -134,6 +134,12 @@ import Testing
         #expect(r1.status == .approved, "\(r1.reason ?? "")")
         let r2 = try #require(try await after.item("r2"))
         #expect(r2.status == .blocked && r2.reason?.contains("Message request already sent") == true, "a second message is still refused: \(r2.reason ?? "")")
+        // Its id sent again with other words after the recipient blocked the sender: the block applies.
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        _ = try await services.relations.block("tia", "sam", on: true, at: Date())
+        let again = try await Self.send(root, [["id": "r1", "userId": "sam", "recipientId": "tia", "text": "why did you block me"]])
+        let edited = try #require(try await again.item("r1"))
+        #expect(edited.status == .blocked && edited.reason?.contains(MessagingPermission.recipientBlockedSender) == true, "\(edited.reason ?? "")")
     }
 
     /// A queue file read again (after a crash, or dropped again) counts none of its recorded messages again: 15 in a

@@ -232,7 +232,7 @@ import Testing
         // The same for every command that reads, erases or decides: an erasure against the wrong store must not
         // report success.
         for command in [["erase-user", "bob"], ["review", "list"], ["review", "approve", "u/x"], ["reports", "list"], ["webhooks", "list"],
-                        ["webhooks", "retry", "--failed"], ["users", "list"], ["banks", "list"], ["relations", "show", "bob"],
+                        ["webhooks", "retry", "--failed"], ["users", "list"], ["users", "disable", "rita"], ["banks", "list"], ["relations", "show", "bob"],
                         ["threads", "search", "hello", "--user", "bob"], ["reprocess", "--kind", "text"]] {
             let run = try await shell(TestEnvironment.sluiceBinary, command + ["--config", typo.path])
             #expect(run.status != 0 && run.stderr.contains("no status store at"), "\(command): \(run.status) \(run.stdout) \(run.stderr)")

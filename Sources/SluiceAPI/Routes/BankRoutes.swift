@@ -41,7 +41,7 @@ struct BankRoutes {
     }
 
     func list(_ request: Request, context: APIContext) async throws -> Response {
-        _ = try ItemRoutes.backend(context, for: "read hash banks")
+        _ = try ItemRoutes.backendItself(context, for: "read hash banks")
         let banks = try await services.store.banks().map {
             BankSummary(name: $0.name, action: $0.action.rawValue, threshold: $0.threshold, enabled: $0.enabled, size: $0.size)
         }
@@ -49,7 +49,7 @@ struct BankRoutes {
     }
 
     func add(_ request: Request, context: APIContext) async throws -> Response {
-        let by = try ItemRoutes.backend(context, for: "add hashes to banks")
+        let by = try ItemRoutes.backendItself(context, for: "add hashes to banks")
         let name = try context.pathParameter("name")
         guard HashBank.isValidName(name) else {
             throw APIError(.invalidArgument, "bank name \(Identifiers.printable(name)) is not valid: it must be \(HashBank.nameRule)")

@@ -205,6 +205,16 @@ struct ItemRoutes {
         }
         return actingFor.map { "app for \($0)" } ?? "app"
     }
+
+    /// What only the backend itself does (every user's reports, hash banks, metrics, a profile's trusted flag and
+    /// account age): refused when it names a user to act for, since no user may.
+    static func backendItself(_ context: APIContext, for what: String) throws -> String {
+        let by = try backend(context, for: what)
+        if case let .app(actingFor?)? = context.principal {
+            throw APIError(.permissionDenied, "X-User-Id names \(actingFor), and no user may \(what); leave X-User-Id out to act as the backend")
+        }
+        return by
+    }
 }
 
 struct ErasureResult: Encodable {

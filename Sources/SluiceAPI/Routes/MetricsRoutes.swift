@@ -21,7 +21,7 @@ struct MetricsRoutes {
     /// For backends (app tokens, as a Prometheus scraper's bearer token): the counts of every user's items and the
     /// daemons' host names and process ids are not an end user's to read.
     func metricsText(_ request: Request, context: APIContext) async throws -> Response {
-        _ = try ItemRoutes.backend(context, for: "read the metrics")
+        _ = try ItemRoutes.backendItself(context, for: "read the metrics")
         let text = MetricsExposition.merge(await sources(includeStore: true))
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: ByteBuffer(string: text)))

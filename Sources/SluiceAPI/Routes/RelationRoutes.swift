@@ -183,6 +183,11 @@ struct RelationRoutes {
         if let unknown = keys.first(where: { !["messagePrivacy", "createdAt", "trusted"].contains($0) }) {
             throw APIError(.invalidArgument, "unknown field \(Identifiers.printable(unknown)): \(shape)")
         }
+        // A user's own privacy may be set on their behalf; whether they are a trusted reporter and how old their
+        // account is are the backend's facts about them (a user made trusted counts twice towards auto-review).
+        if fields.trusted != nil || fields.createdAt != nil {
+            _ = try ItemRoutes.backendItself(context, for: "set trusted or createdAt")
+        }
         var profile = try await services.store.relationUser(user) ?? RelationUser(userId: user)
         if let raw = fields.messagePrivacy {
             guard let privacy = MessagePrivacy(rawValue: raw) else { throw APIError(.invalidArgument, "messagePrivacy must be anyone or followers") }

@@ -25,7 +25,7 @@ struct ReportRoutes {
     }
 
     func list(_ request: Request, context: APIContext) async throws -> Response {
-        _ = try ItemRoutes.backend(context, for: "list reports")
+        _ = try ItemRoutes.backendItself(context, for: "list reports")
         let wanted: ReportStatus?
         if let raw = request.uri.queryParameters.get("status") {
             guard let status = ReportStatus(rawValue: raw) else {
@@ -40,7 +40,7 @@ struct ReportRoutes {
     }
 
     func resolve(_ request: Request, context: APIContext) async throws -> Response {
-        let by = try ItemRoutes.backend(context, for: "resolve reports")
+        let by = try ItemRoutes.backendItself(context, for: "resolve reports")
         let reportId = try context.pathParameter("reportId")
         guard (1...64).contains(reportId.count), reportId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
             throw APIError(.invalidArgument, "reportId \"\(Identifiers.printable(reportId))\" is not a report id")

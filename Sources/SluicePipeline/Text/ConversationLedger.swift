@@ -144,24 +144,23 @@ public actor ConversationLedger {
             }
         }
         let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
+        // A request already counted for this very message (read before a crash, or its id sent again) is not a second
+        // request: the rules are decided without it (blocks and follows apply as for any message).
         let ownRequest = facts.requestItems.contains(itemId.rawValue)
-        if ownRequest || replayed {
-            // This message was counted when it was first read (a replay after a crash): its request is not a second
-            // one, and its counters were written with it, so they are read, not added to again.
-            let permission = ownRequest
-                ? MessagingPermission(allowed: true, reason: "message request (counted when this message was first read)",
-                                      requestsRemaining: max(0, requestLimit - facts.requestsSent), kind: .request)
-                : MessagingPermission.decide(facts, requestLimit: requestLimit)
-            guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
+        var deciding = facts
+        if ownRequest { deciding.requestsSent -= 1 }
+        let permission = MessagingPermission.decide(deciding, requestLimit: requestLimit)
+        guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
+        if replayed {
+            // Recorded already with this text (a replay): its counters were written when it was first read, so they
+            // are read, not added to again.
             let values = counters.map { counter -> Int? in
                 if let maxAge = counter.maxSenderAge { guard let age, age >= 0, age < maxAge else { return nil } }
                 return slots[CounterSlot(counter, at: now)]?.total
             }
             return MessageCounts(facts: facts, permission: permission, counters: values)
         }
-        let permission = MessagingPermission.decide(facts, requestLimit: requestLimit)
-        guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
-        if permission.kind == .request {
+        if permission.kind == .request, !ownRequest {
             facts.requestsSent += 1
             facts.requestItems.append(itemId.rawValue)
             pairs[pair]?.facts = facts
