@@ -125,9 +125,11 @@ public struct UploadProcessor: Sendable {
     }
 
     /// Records a rejection and moves the entry to rejected/ without ever opening it as an image.
-    private func reject(_ upload: PendingUpload, reason: String, hash: String?, bytes: Int?) async throws -> ItemStatus {
+    private func reject(_ upload: PendingUpload, reason: String, hash: String?, bytes: Int?) async throws -> ItemStatus? {
         let id = upload.itemID
         let now = Date()
+        // Gone since it was found (erased): nothing to record, and a row made now would outlive the erasure.
+        guard FileType(at: upload.url) != .missing else { return nil }
         let previous = try await store.item(id)
         let item = Item(id: id, kind: .image, userId: upload.userId, status: .rejected, reason: reason, sourceBytes: bytes,
                         contentHash: hash, attempts: (previous?.attempts ?? 0) + 1, createdAt: previous?.createdAt ?? now, updatedAt: now)
