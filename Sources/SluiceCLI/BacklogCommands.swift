@@ -64,7 +64,9 @@ struct ReviewCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let items = Array(try await common.existingStore(config).items(status: .review).reversed())
+            // Not `existingStore(config).items(…)`: Swift 6.3.1's optimizer crashed splitting this coroutine with it.
+            try common.requireStore(config)
+            let items = Array(try await Services.store(config: config).items(status: .review).reversed())
             if json {
                 try printJSON(items)
             } else {
@@ -140,7 +142,8 @@ struct ReportsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let store = try await common.existingStore(config)
+            try common.requireStore(config)
+            let store = try await Services.store(config: config)
             let reports = try await store.reports()
             let items = Dictionary(uniqueKeysWithValues: try await store.items(Array(Set(reports.map { ItemID($0.messageId) }))).map { ($0.id.rawValue, $0) })
             if json {

@@ -43,7 +43,8 @@ struct RelationsCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try common.loadConfig().config
             if let problem = Identifiers.problem(with: user, role: "user") { throw CLIError(message: problem) }
-            let store = try await common.existingStore(config)
+            try common.requireStore(config)
+            let store = try await Services.store(config: config)
             let profile = try await store.relationUser(user) ?? RelationUser(userId: user)
             print("\(user): messagePrivacy \(profile.messagePrivacy.rawValue), created \(profile.createdAt.map { $0.formatted(.iso8601) } ?? "unknown")\(profile.trusted ? ", trusted reporter" : "")")
             for change in try await store.relationHistory(user) {

@@ -44,16 +44,21 @@ struct CommonOptions: ParsableArguments {
     /// The store for a command that only reads it: a SQLite file that is not there is named instead of created empty
     /// (a mistyped dataRoot showed "no items").
     func existingStore(_ config: PipelineConfig) async throws -> any StatusStore {
-        try requireStore(config)
+        // The check written out here, not a call of `requireStore`: with the call inlined into commands' `run`,
+        // Swift 6.3.1's release optimizer crashed splitting their coroutines.
+        if let missing = missingStore(config) { throw CLIError(message: missing) }
         return try await Services.store(config: config)
     }
 
     /// Commands that read, erase or decide on what is stored refuse a SQLite store that is not there instead of
     /// creating an empty one and reporting nothing found (a mistyped dataRoot made `erase-user` say "erased 0 items").
     func requireStore(_ config: PipelineConfig) throws {
-        if config.store.postgres == nil, !FileManager.default.fileExists(atPath: config.store.path.path) {
-            throw CLIError(message: "no status store at \(config.store.path.path): check dataRoot (or store.url) in \(self.config), or run `sluice run` first")
-        }
+        if let missing = missingStore(config) { throw CLIError(message: missing) }
+    }
+
+    func missingStore(_ config: PipelineConfig) -> String? {
+        guard config.store.postgres == nil, !FileManager.default.fileExists(atPath: config.store.path.path) else { return nil }
+        return "no status store at \(config.store.path.path): check dataRoot (or store.url) in \(self.config), or run `sluice run` first"
     }
 
     /// Every command checks the level, whether or not it logs (`list --log-level loud` was taken silently).

@@ -60,7 +60,8 @@ struct UsersCommand: AsyncParsableCommand {
 
         func run() async throws {
             let config = try common.loadConfig().config
-            let reviewers = try await common.existingStore(config).reviewers()
+            try common.requireStore(config)
+            let reviewers = try await Services.store(config: config).reviewers()
             if json {
                 struct Row: Encodable {
                     var name: String

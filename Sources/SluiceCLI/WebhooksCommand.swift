@@ -28,7 +28,8 @@ struct WebhooksCommand: AsyncParsableCommand {
                 wanted = nil
             }
             guard (1...100_000).contains(limit) else { throw ValidationError("--limit must be 1...100000") }
-            let deliveries = try await common.existingStore(config).webhookDeliveries(state: wanted, limit: limit)
+            try common.requireStore(config)
+            let deliveries = try await Services.store(config: config).webhookDeliveries(state: wanted, limit: limit)
             if json {
                 try printJSON(deliveries)
                 return
@@ -53,7 +54,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try common.loadConfig().config
             guard failed || !ids.isEmpty else { throw ValidationError("name delivery ids, or use --failed") }
-            let store = try await common.existingStore(config)
+            try common.requireStore(config)
+            let store = try await Services.store(config: config)
             // Only failed deliveries are sent again: name the ids that were not (unknown, pending or delivered).
             let retried = try await store.retryWebhookDeliveries(ids: failed ? nil : ids, at: Date())
             print("\(retried.count) deliveries will be sent again by the daemon (or `sluice webhooks deliver`)")
