@@ -26,8 +26,8 @@ public struct TextQueueIngestor: Sendable {
         self.logger = logger
     }
 
-    public var queue: URL { root.url.appendingPathComponent("queues/text", isDirectory: true) }
-    public var done: URL { queue.appendingPathComponent("done", isDirectory: true) }
+    public var queue: URL { root.textQueue }
+    public var done: URL { root.finishedTextQueue }
 
     /// Queue files ready to ingest (writers use a dotfile or `.part`/`.tmp` and rename). Anything else in the folder
     /// — a link, a folder, a name not ending in `.jsonl` — is left alone and named in the log once, so a file that

@@ -122,8 +122,19 @@ extension SQLiteStore {
     }
 
     public func recordVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) {
+        _ = try await recordVerdict(item, stage: stage, detail: detail, onlyIfStored: false)
+    }
+
+    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
+        try await recordVerdict(item, stage: stage, detail: detail, onlyIfStored: true)
+    }
+
+    /// The item and its `verdict` event, keeping the stored `createdAt` and the larger attempt count; with
+    /// `onlyIfStored`, nothing when there is no row (false).
+    private func recordVerdict(_ item: Item, stage: String?, detail: String?, onlyIfStored: Bool) async throws(StoreError) -> Bool {
         try await write("record verdict for \(item.id)") { db in
             let previous = try ItemRow.fetchOne(db, key: item.id.rawValue)
+            if onlyIfStored, previous == nil { return false }
             var updated = item
             if let previous {
                 updated.createdAt = previous.createdAt
@@ -131,18 +142,6 @@ extension SQLiteStore {
             }
             try ItemRow(updated).save(db)
             try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
-                                   toStatus: item.status, stage: stage, detail: detail ?? item.reason)).insert(db)
-        }
-    }
-
-    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
-        try await write("record verdict for \(item.id)") { db in
-            guard let previous = try ItemRow.fetchOne(db, key: item.id.rawValue) else { return false }
-            var updated = item
-            updated.createdAt = previous.createdAt
-            updated.attempts = max(previous.attempts, item.attempts)
-            try ItemRow(updated).save(db)
-            try EventRow(ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous.status,
                                    toStatus: item.status, stage: stage, detail: detail ?? item.reason)).insert(db)
             return true
         }

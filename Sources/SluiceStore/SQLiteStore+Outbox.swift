@@ -23,7 +23,7 @@ extension SQLiteStore {
             // item that reused its classification no longer names it either. A chunk at a time: per item, each was a
             // scan of its whole table (erasing a user with 30,000 items held the store for minutes).
             for chunk in erased.map(\.id.rawValue).chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let marks = Self.placeholders(chunk.count)
                 try db.execute(sql: "UPDATE bankHash SET itemId = NULL, note = 'from an erased item' WHERE itemId IN (\(marks))",
                                arguments: StatementArguments(chunk))
                 try db.execute(sql: """
@@ -39,7 +39,7 @@ extension SQLiteStore {
         guard !ids.isEmpty else { return }
         try await write("redact webhook reasons") { db in
             for chunk in ids.map(\.rawValue).chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let marks = Self.placeholders(chunk.count)
                 try db.execute(sql: """
                     UPDATE webhookDelivery SET payload = json_set(payload, '$.data.reason', json('null'))
                     WHERE event != 'item.deleted' AND json_extract(payload, '$.data.id') IN (\(marks))

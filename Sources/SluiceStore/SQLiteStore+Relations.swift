@@ -156,7 +156,6 @@ extension SQLiteStore {
               EXISTS (SELECT 1 FROM follow WHERE follower = :r AND followee = :s) AS recipientFollowsSender,
               (SELECT messagePrivacy FROM relationUser WHERE userId = :r) AS recipientPrivacy,
               (SELECT createdAt FROM relationUser WHERE userId = :s) AS senderCreatedAt,
-              (SELECT COUNT(*) FROM messageRequest WHERE sender = :s AND recipient = :r) AS requestsSent,
               (SELECT json_group_array(itemId) FROM messageRequest WHERE sender = :s AND recipient = :r) AS requestItems
             """), arguments: ["s": sender, "r": recipient])
         guard let row else { return facts }
@@ -166,7 +165,6 @@ extension SQLiteStore {
         facts.recipientFollowsSender = row["recipientFollowsSender"]
         facts.recipientPrivacy = (row["recipientPrivacy"] as String?).flatMap(MessagePrivacy.init(rawValue:)) ?? .followers
         facts.senderCreatedAt = row["senderCreatedAt"]
-        facts.requestsSent = row["requestsSent"]
         let items: String? = row["requestItems"]
         facts.requestItems = (items.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []).sorted()
         return facts

@@ -67,7 +67,7 @@ extension CallableArguments {
         case let .success(object):
             guard let data = object["data"] as? [String: Any] else { return "\"data\" must be a JSON object" }
             for (key, value) in data.sorted(by: { $0.key < $1.key }) {
-                if let number = value as? NSNumber, String(cString: number.objCType) != "c",
+                if let number = value as? NSNumber, !JSONLine.isBoolean(number),
                    number.doubleValue.rounded() != number.doubleValue || abs(number.doubleValue) > 9.0e15 {
                     return problem(with: key)
                 }

@@ -181,12 +181,10 @@ struct ItemRoutes {
 
     /// `owner`: the user in an image's path; a text item's is read from the store.
     private func erase(_ id: ItemID, owner: String? = nil, context: APIContext) async throws -> Response {
-        var by = try Self.backend(context, for: "erase items")
-        if case .app(_?)? = context.principal {
-            var owner = owner
-            if owner == nil { owner = try await services.store.item(id)?.userId }
-            if let owner { by = try Self.backend(context, for: "erase items", owner: owner) }
-        }
+        var owner = owner
+        // Only a backend acting for a user needs a text item's owner.
+        if owner == nil, case .app(_?)? = context.principal { owner = try await services.store.item(id)?.userId }
+        let by = try Self.backend(context, for: "erase items", owner: owner)
         guard let summary = try await services.erasure.erase(id, by: by, reason: "erased through the API", at: now()) else {
             throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
         }

@@ -12,6 +12,9 @@ public struct DataRoot: Sendable, Equatable {
     public var quarantine: URL { url.appendingPathComponent("quarantine", isDirectory: true) }
     public var review: URL { url.appendingPathComponent("review", isDirectory: true) }
     public var rejected: URL { url.appendingPathComponent("rejected", isDirectory: true) }
+    /// Text queue files waiting (`*.jsonl`), and those already read (`done/`).
+    public var textQueue: URL { url.appendingPathComponent("queues/text", isDirectory: true) }
+    public var finishedTextQueue: URL { textQueue.appendingPathComponent("done", isDirectory: true) }
 
     public static let folderNames = ["pending", "approved", "thumbnails", "quarantine", "review", "rejected"]
 

@@ -28,8 +28,11 @@ public enum JSONLine {
         case is [Any]: "an array"
         case is String: "a string"
         case is NSNull: "null"
-        case let number as NSNumber where String(cString: number.objCType) == "c": "true or false"
+        case let number as NSNumber where isBoolean(number): "true or false"
         default: "a number"
         }
     }
+
+    /// Whether a number `JSONSerialization` gave is JSON's `true` or `false` (Foundation bridges both to NSNumber).
+    public static func isBoolean(_ number: NSNumber) -> Bool { String(cString: number.objCType) == "c" }
 }

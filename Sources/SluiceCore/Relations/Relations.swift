@@ -52,11 +52,10 @@ public struct RelationFacts: Sendable, Equatable {
     public var recipientFollowsSender = false
     public var recipientPrivacy: MessagePrivacy = .followers
     public var senderCreatedAt: Date?
-    /// Message requests (messages sent without a follow that allows it) already counted for this pair.
-    public var requestsSent = 0
-    /// Their messages' item ids: a message replayed after a crash finds its own request here and is not counted
-    /// (or refused) as a second one.
+    /// The item ids of the message requests (messages sent without a follow that allows it) already counted for this
+    /// pair: a message read again finds its own request here and is not counted (or refused) as a second one.
     public var requestItems: [String] = []
+    public var requestsSent: Int { requestItems.count }
 
     public init() {}
 }

@@ -21,15 +21,10 @@ public struct Erasure: Sendable {
     /// One item: an image (`{userId}/{imageId}`) or a text item. Nil when there was nothing to erase.
     public func erase(_ id: ItemID, by: String, reason: String, at date: Date = Date()) async throws -> Summary? {
         var summary = Summary()
-        if let image = id.image {
-            for file in layout.files(of: image) {
-                try FileOps.remove(file)
-                summary.files += 1
-            }
-        }
+        summary.files = try removeFiles(of: id)
         summary.items = try await store.eraseItems([id], by: by, reason: reason, at: date).map(\.id)
         // A daemon that committed this upload's verdict between the files and the row wrote its outputs first.
-        if let image = id.image { for file in layout.files(of: image) { try FileOps.remove(file) } }
+        _ = try removeFiles(of: id)
         try await store.redactWebhookReasons(of: summary.items)
         // An upload not judged yet has no row: its files were it, and it is named as erased.
         if summary.items.isEmpty, summary.files > 0 { summary.items = [id] }
@@ -40,28 +35,14 @@ public struct Erasure: Sendable {
     /// reports they filed, and their relations (profile, follows, blocks, history, message requests, counters).
     public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
         var summary = Summary()
-        for folder in layout.folders(ofUser: userId) {
-            let files = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String]) ?? []
-            summary.files += files.filter { FileType(at: folder.appendingPathComponent($0)) == .regular }.count
-            do {
-                try FileManager.default.removeItem(at: folder)
-            } catch {
-                throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
-            }
-            FileOps.syncFolder(folder.deletingLastPathComponent())
-        }
+        summary.files = try removeFolders(of: userId)
         // 500 items a transaction, so a daemon writing verdicts meanwhile waits for one of them, not for all.
-        let ids = try await store.itemIDs(matching: ItemFilter(userId: userId))
-        for start in stride(from: 0, to: ids.count, by: 500) {
-            summary.items += try await store.eraseItems(Array(ids[start..<min(start + 500, ids.count)]), by: by, reason: reason, at: date).map(\.id)
+        for chunk in try await store.itemIDs(matching: ItemFilter(userId: userId)).chunked(500) {
+            summary.items += try await store.eraseItems(Array(chunk), by: by, reason: reason, at: date).map(\.id)
         }
         // A daemon that committed a verdict of theirs between the files and the rows wrote its outputs before that: the
         // folders go once more (a verdict committed after the rows went is not recorded at all: recordUploadVerdict).
-        for folder in layout.folders(ofUser: userId) {
-            do { try FileManager.default.removeItem(at: folder) } catch {
-                throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
-            }
-        }
+        _ = try removeFolders(of: userId)
         try await store.redactWebhookReasons(of: summary.items)
         try await store.anonymizeReports(by: userId)
         try await store.eraseRelations(of: userId)
@@ -69,11 +50,35 @@ public struct Erasure: Sendable {
         return summary
     }
 
+    /// Every file of an image item (none for text); how many there were.
+    private func removeFiles(of id: ItemID) throws -> Int {
+        guard let image = id.image else { return 0 }
+        let files = layout.files(of: image)
+        for file in files { try FileOps.remove(file) }
+        return files.count
+    }
+
+    /// A user's folder in every part of the contract; how many files they held.
+    private func removeFolders(of userId: String) throws -> Int {
+        var count = 0
+        for folder in layout.folders(ofUser: userId) {
+            let files = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String]) ?? []
+            count += files.filter { FileType(at: folder.appendingPathComponent($0)) == .regular }.count
+            do {
+                try FileManager.default.removeItem(at: folder)
+            } catch {
+                throw FileOpError("remove", folder.path, reason: (error as NSError).localizedDescription)
+            }
+            FileOps.syncFolder(folder.deletingLastPathComponent())
+        }
+        return count
+    }
+
     /// The text queue files already read (`queues/text/done/`) keep no line of an erased user: each of their lines is
     /// emptied (the line stays, blank, so the others keep the numbers their items cite as `source`). A file is
     /// rewritten (temp → fsync → rename) only when it held one.
     func blankFinishedQueueLines(of userId: String) throws {
-        let done = layout.root.url.appendingPathComponent("queues/text/done", isDirectory: true)
+        let done = layout.root.finishedTextQueue
         let names = (try? FileManager.default.contentsOfDirectory(atPath: done.path)) ?? []
         let needle = Data("\"\(userId)\"".utf8)
         for name in names.sorted() where name.hasSuffix(".jsonl") {

@@ -118,7 +118,7 @@ public struct Relations: Sendable {
                                 throw Failure(message: "\"createdAt\" \(text) is outside 1970-01-01 … 2100-01-01")
                             }
                             profile.createdAt = date
-                        } else if let seconds = raw as? NSNumber, String(cString: seconds.objCType) != "c", seconds.doubleValue.isFinite {
+                        } else if let seconds = raw as? NSNumber, !JSONLine.isBoolean(seconds), seconds.doubleValue.isFinite {
                             guard range.contains(seconds.doubleValue) else {
                                 throw Failure(message: "\"createdAt\" must be Unix seconds in 0...4102444800, not \(seconds)")
                             }

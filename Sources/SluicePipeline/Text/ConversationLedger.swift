@@ -148,20 +148,10 @@ public actor ConversationLedger {
         // request: the rules are decided without it (blocks and follows apply as for any message).
         let ownRequest = facts.requestItems.contains(itemId.rawValue)
         var deciding = facts
-        if ownRequest { deciding.requestsSent -= 1 }
+        deciding.requestItems.removeAll { $0 == itemId.rawValue }
         let permission = MessagingPermission.decide(deciding, requestLimit: requestLimit)
         guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
-        if replayed {
-            // Recorded already with this text (a replay): its counters were written when it was first read, so they
-            // are read, not added to again.
-            let values = counters.map { counter -> Int? in
-                if let maxAge = counter.maxSenderAge { guard let age, age >= 0, age < maxAge else { return nil } }
-                return slots[CounterSlot(counter, at: now)]?.total
-            }
-            return MessageCounts(facts: facts, permission: permission, counters: values)
-        }
-        if permission.kind == .request, !ownRequest {
-            facts.requestsSent += 1
+        if permission.kind == .request, !ownRequest, !replayed {
             facts.requestItems.append(itemId.rawValue)
             pairs[pair]?.facts = facts
             pending.requests.append(MessageTally.Request(sender: sender, recipient: recipient, itemId: itemId.rawValue))
@@ -172,8 +162,11 @@ public actor ConversationLedger {
             if let maxAge = counter.maxSenderAge {
                 guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
             }
-            values.append(add(counter, now: now))
+            // Recorded already with this text (a replay): its counters were written when it was first read, so they
+            // are read, not added to again.
+            values.append(replayed ? slots[CounterSlot(counter, at: now)]?.total : add(counter, now: now))
         }
+        if replayed { return MessageCounts(facts: facts, permission: permission, counters: values) }
         pendingMessages += 1
         if pendingMessages >= timing.flushSize || clock.now - lastFlush >= timing.flushInterval {
             try await flush(now: now)

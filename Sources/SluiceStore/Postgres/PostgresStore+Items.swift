@@ -147,10 +147,21 @@ extension PostgresStore {
     }
 
     public func recordVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) {
+        _ = try await recordVerdict(item, stage: stage, detail: detail, onlyIfStored: false)
+    }
+
+    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
+        try await recordVerdict(item, stage: stage, detail: detail, onlyIfStored: true)
+    }
+
+    /// The item and its `verdict` event, keeping the stored `createdAt` and the larger attempt count; with
+    /// `onlyIfStored`, nothing when there is no row (false).
+    private func recordVerdict(_ item: Item, stage: String?, detail: String?, onlyIfStored: Bool) async throws(StoreError) -> Bool {
         let logger = logger
-        try await transaction("record verdict for \(item.id)") { connection in
+        return try await transaction("record verdict for \(item.id)") { connection in
             try await connection.lock(.events, logger: logger)
             let previous = try await Self.lockedItems([item.id], on: connection, logger: logger)[item.id]
+            if onlyIfStored, previous == nil { return false }
             var updated = item
             if let previous {
                 updated.createdAt = previous.createdAt
@@ -158,21 +169,6 @@ extension PostgresStore {
             }
             try await Self.upsert([updated], on: connection, logger: logger)
             try await Self.insertEvents([ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous?.status,
-                                                   toStatus: item.status, stage: stage, detail: detail ?? item.reason)],
-                                        on: connection, logger: logger)
-        }
-    }
-
-    public func recordUploadVerdict(_ item: Item, stage: String?, detail: String?) async throws(StoreError) -> Bool {
-        let logger = logger
-        return try await transaction("record verdict for \(item.id)") { connection in
-            try await connection.lock(.events, logger: logger)
-            guard let previous = try await Self.lockedItems([item.id], on: connection, logger: logger)[item.id] else { return false }
-            var updated = item
-            updated.createdAt = previous.createdAt
-            updated.attempts = max(previous.attempts, item.attempts)
-            try await Self.upsert([updated], on: connection, logger: logger)
-            try await Self.insertEvents([ItemEvent(itemId: item.id, at: item.updatedAt, type: "verdict", fromStatus: previous.status,
                                                    toStatus: item.status, stage: stage, detail: detail ?? item.reason)],
                                         on: connection, logger: logger)
             return true

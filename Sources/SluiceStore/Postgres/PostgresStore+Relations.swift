@@ -307,7 +307,6 @@ extension PostgresStore {
           EXISTS (SELECT 1 FROM follow WHERE follower = \(recipient) AND followee = \(sender)),
           (SELECT messagePrivacy FROM relationUser WHERE userId = \(recipient)),
           (SELECT createdAt FROM relationUser WHERE userId = \(sender)),
-          (SELECT COUNT(*) FROM messageRequest WHERE sender = \(sender) AND recipient = \(recipient)),
           (SELECT COALESCE(array_agg(itemId ORDER BY itemId), '{}') FROM messageRequest WHERE sender = \(sender) AND recipient = \(recipient))
         """
     }
@@ -315,15 +314,14 @@ extension PostgresStore {
     private static func decodeRelationFacts(_ row: PostgresRow?) throws -> RelationFacts {
         var facts = RelationFacts()
         guard let row else { return facts }
-        let values = try row.decode((Bool, Bool, Bool, Bool, String?, Date?, Int, [String]).self)
+        let values = try row.decode((Bool, Bool, Bool, Bool, String?, Date?, [String]).self)
         facts.recipientBlockedSender = values.0
         facts.senderBlockedRecipient = values.1
         facts.senderFollowsRecipient = values.2
         facts.recipientFollowsSender = values.3
         facts.recipientPrivacy = values.4.flatMap(MessagePrivacy.init(rawValue:)) ?? .followers
         facts.senderCreatedAt = values.5
-        facts.requestsSent = values.6
-        facts.requestItems = values.7
+        facts.requestItems = values.6
         return facts
     }
 }
