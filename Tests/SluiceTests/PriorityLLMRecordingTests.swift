@@ -4,8 +4,8 @@ import SluiceProviders
 import SluiceTesting
 import Testing
 
-/// `priority.engine: "llm"` measured on held-out files by replaying recorded answers (tune-16 … tune-27 were
-/// heldout-11 … heldout-22 when they were recorded)
+/// `priority.engine: "llm"` measured on held-out files by replaying recorded answers (tune-16 … tune-29 were
+/// heldout-11 … heldout-24 when they were recorded)
 /// (`Tests/Fixtures/priority/llm-recordings/`, made with `scripts/bench_quality/llm_replay.py record`): the recording
 /// must still match what the engine sends (a changed prompt, model name or labelled line is a miss and fails here,
 /// saying to record again), and the engine replaying it must keep the figures README quotes.
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94), ("tune-18", 0.93), ("tune-19", 0.93), ("tune-20", 0.87), ("tune-21", 0.93),
-                      ("tune-22", 0.91), ("tune-23", 0.93), ("tune-24", 0.94), ("tune-25", 0.97), ("tune-26", 0.97), ("tune-27", 0.94), ("heldout-23", 0.94), ("heldout-24", 0.91)])
+                      ("tune-22", 0.91), ("tune-23", 0.93), ("tune-24", 0.94), ("tune-25", 0.97), ("tune-26", 0.97), ("tune-27", 0.94), ("tune-28", 0.94), ("tune-29", 0.91)])
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }
