@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test(arguments: [("tune-16", 0.95), ("tune-17", 0.94), ("tune-18", 0.93), ("tune-19", 0.93), ("tune-20", 0.87), ("tune-21", 0.93),
-                      ("tune-22", 0.91), ("tune-23", 0.93), ("tune-24", 0.94), ("tune-25", 0.97), ("tune-26", 0.97), ("tune-27", 0.94), ("tune-28", 0.94), ("tune-29", 0.91)])
+                      ("tune-22", 0.91), ("tune-23", 0.93), ("tune-24", 0.94), ("tune-25", 0.97), ("tune-26", 0.97), ("tune-27", 0.94), ("tune-28", 0.94), ("tune-29", 0.91), ("heldout-25", 0.95), ("heldout-26", 0.94)])
     func theLLMEngineReplayingItsRecordingKeepsItsFigures(file: String, floor: Double) async throws {
         let server = try await Self.replay()
         defer { server.stop() }

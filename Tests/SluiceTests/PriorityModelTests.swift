@@ -150,7 +150,7 @@ import Testing
 
     /// The held-out files it never saw (README's figures, each scored once): floors, so a retrained model that reads
     /// new writers worse fails.
-    @Test(arguments: [("heldout-25", 0.0, 170), ("heldout-26", 0.0, 170)])
+    @Test(arguments: [("heldout-25", 0.91, 0), ("heldout-26", 0.87, 0)])
     func theHeldOutFilesStayAtTheirMeasuredBands(file: String, floor: Double, maxSwaps: Int) async throws {
         let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
                                          scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"))

@@ -192,7 +192,7 @@ import Testing
                              ("tune-12", 0.67), ("tune-13", 0.71), ("tune-14", 0.62), ("tune-15", 0.66), ("tune-16", 0.70), ("tune-17", 0.74),
                              ("tune-18", 0.69), ("tune-19", 0.67),
                              ("tune-20", 0.68), ("tune-21", 0.61), ("tune-22", 0.68), ("tune-23", 0.74),
-                             ("tune-24", 0.67), ("tune-25", 0.68), ("tune-26", 0.72), ("tune-27", 0.69), ("tune-28", 0.68), ("tune-29", 0.72)] {
+                             ("tune-24", 0.67), ("tune-25", 0.68), ("tune-26", 0.72), ("tune-27", 0.69), ("tune-28", 0.68), ("tune-29", 0.72), ("heldout-25", 0.68), ("heldout-26", 0.68)] {
             let lines = try PriorityModelTests.lines(PriorityModelTests.fixtures.appendingPathComponent("\(file).jsonl"),
                                                      as: PriorityModelTests.Labelled.self)
             let (right, swaps) = await PriorityModelTests.tally(lines) { await engine.score($0.text, context: $0.context).priority }
