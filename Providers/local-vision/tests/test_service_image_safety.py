@@ -1,4 +1,5 @@
-"""The real service with --models image_safety, open_nsfw,image_safety and all three.
+"""The real service with --models image_safety, with no --models (the default: open_nsfw,image_safety)
+and with all three.
 
 Each service runs as a subprocess on a free loopback port under Providers/common/netguard.py
 (any non-loopback network use from Python code is refused and logged). Only the
@@ -31,7 +32,7 @@ IMAGE_SAFETY_INFO = {"id": "image_safety", "model": "image-safety-classifier-s",
 @pytest.fixture(scope="module")
 def services(tmp_path_factory):
     with launch(tmp_path_factory, "--models", "image_safety") as alone, \
-            launch(tmp_path_factory, "--models", "image_safety,open_nsfw") as pair, \
+            launch(tmp_path_factory) as pair, \
             launch(tmp_path_factory, "--models", "open_nsfw,image_safety,nudenet") as every:
         yield {"image_safety": alone, "pair": pair, "all": every}
 
@@ -75,6 +76,8 @@ def test_healthz_lists_image_safety_with_its_licence(services, name, model, info
     assert doc == {"status": "ok", "model": model, "models": infos}
     first_line = services[name].log_text().splitlines()[0]
     assert "image-safety-classifier-s (MIT)" in first_line
+    if name == "pair":  # the default: no AGPL model runs unless named
+        assert "AGPL" not in first_line and "nudenet" not in first_line.lower()
 
 
 def test_image_safety_alone_answers_violence_on_every_benign_image(services):

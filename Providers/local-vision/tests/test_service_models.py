@@ -28,8 +28,8 @@ OPEN_NSFW_INFO = {"id": "open_nsfw", "model": "open_nsfw", "package": "opennsfw-
 
 @pytest.fixture(scope="module")
 def services(tmp_path_factory):
-    """One service per configuration: default (NudeNet), open_nsfw, ensemble."""
-    with launch(tmp_path_factory) as nudenet, \
+    """One service per configuration: NudeNet alone, open_nsfw, ensemble."""
+    with launch(tmp_path_factory, "--models", "nudenet") as nudenet, \
             launch(tmp_path_factory, "--models", "open_nsfw") as onsfw, \
             launch(tmp_path_factory, "--models", "open_nsfw,nudenet") as both:
         yield {"nudenet": nudenet, "open_nsfw": onsfw, "ensemble": both}
