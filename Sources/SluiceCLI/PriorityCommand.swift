@@ -22,6 +22,11 @@ struct PriorityCommand: AsyncParsableCommand {
     @Option(help: "Conversation context: earlier messages (an earlier \"the server is down\" makes \"any update??\" urgent).")
     var context: String?
 
+    @Option(name: .customLong("sent-at"), help: ArgumentHelp(
+        "When the message was sent: an ISO 8601 date-time, or \"now\"; a deadline said as a time of day (\"by 5pm\") then counts from it, read in priority.timeZone. Without it the words alone are scored.",
+        valueName: "date-time"))
+    var sentAt: String?
+
     @Option(help: "Measure the engine on a labelled JSON Lines file instead.")
     var labelled: String?
 
@@ -33,6 +38,15 @@ struct PriorityCommand: AsyncParsableCommand {
 
     func validate() throws {
         if (text == nil) == (labelled == nil) { throw ValidationError("give a message or --labelled FILE (one of them)") }
+        if sentAt != nil, labelled != nil { throw ValidationError("--sent-at goes with a message, not with --labelled") }
+        if let sentAt, sentAt != "now", Self.date(sentAt) == nil {
+            throw ValidationError("--sent-at \"\(sentAt)\" is not an ISO 8601 date-time with a time zone (e.g. 2026-11-25T16:50:00Z) or \"now\"")
+        }
+    }
+
+    /// An ISO 8601 date-time with a zone, with or without fractional seconds.
+    static func date(_ text: String) -> Date? {
+        (try? Date(text, strategy: Date.ISO8601FormatStyle())) ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
     }
 
     func run() async throws {
@@ -47,7 +61,9 @@ struct PriorityCommand: AsyncParsableCommand {
             try await evaluate(engine, file: labelled)
             return
         }
-        let verdict = await engine.score(text ?? "", context: context)
+        let sent = sentAt.flatMap { $0 == "now" ? Date() : Self.date($0) }
+        let verdict = if let sent { await engine.score(text ?? "", context: context, sentAt: sent) }
+            else { await engine.score(text ?? "", context: context) }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -27,6 +27,8 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
     let http: ProviderHTTP
     let caller: ResilientCaller
     let fallback: any PriorityEngine
+    /// Where a message's send time is read as a time of day (`priority.timeZone`), for the prompt's "Sent at".
+    let timeZone: TimeZone
 
     public init(config: PriorityConfig, environment: [String: String], fallback: any PriorityEngine,
                 client: HTTPClient = .providers, logger: Logger) {
@@ -38,6 +40,7 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
         caller = ResilientCaller(provider: "priority-llm", retry: RetryState.Policy(maxAttempts: 2, initialBackoff: 0.5, maxBackoff: 5),
                                  breaker: CircuitBreaker.Policy(), maxInFlight: 8, logger: logger)
         self.fallback = fallback
+        timeZone = config.zone
     }
 
     struct Request: Encodable {
@@ -75,19 +78,32 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
         var recommendedAction: String?
     }
 
-    public func score(_ text: String, context: String?) async -> PriorityVerdict {
+    public func score(_ text: String, context: String?) async -> PriorityVerdict { await score(text, context: context, sentAt: nil) }
+
+    /// With `sentAt` the request says when the message was sent ("Sent at: 16:50 (local time)"), so the model can
+    /// read "by 5pm"; without it the request is as it always was (recorded answers still match).
+    public func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict {
+        await score(text, context: context, sentAt: Optional(sentAt))
+    }
+
+    func score(_ text: String, context: String?, sentAt: Date?) async -> PriorityVerdict {
         do throws(ProviderError) {
-            return try await ask(text, context: context)
+            return try await ask(text, context: context, sentAt: sentAt)
         } catch {
-            var verdict = await fallback.score(text, context: context)
+            var verdict = if let sentAt { await fallback.score(text, context: context, sentAt: sentAt) }
+                else { await fallback.score(text, context: context) }
             verdict.engine = "rules (llm fallback)"
             verdict.fallbackReason = error.description
             return verdict
         }
     }
 
-    func ask(_ text: String, context: String?) async throws(ProviderError) -> PriorityVerdict {
-        let user = (context.map { "Conversation context: \($0)\n\n" } ?? "") + "Message: \(text)"
+    func ask(_ text: String, context: String?, sentAt: Date?) async throws(ProviderError) -> PriorityVerdict {
+        let sent = sentAt.map { date -> String in
+            let minutes = timeZone.minutesOfDay(at: date)
+            return "Sent at: \(minutes / 60 < 10 ? "0" : "")\(minutes / 60):\(minutes % 60 < 10 ? "0" : "")\(minutes % 60) (local time)\n\n"
+        }
+        let user = (sent ?? "") + (context.map { "Conversation context: \($0)\n\n" } ?? "") + "Message: \(text)"
         let request = Request(model: model, messages: [.init(role: "system", content: Self.systemPrompt), .init(role: "user", content: user)],
                               response_format: .init(type: "json_object"), temperature: 0)
         let body = (try? JSONEncoder().encode(request)) ?? Data()

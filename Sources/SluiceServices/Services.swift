@@ -223,7 +223,7 @@ public struct Pipelines: Sendable {
     static func modelEngine(_ config: PipelineConfig, scorer: PriorityScorer) throws -> ModelPriorityEngine {
         do {
             return ModelPriorityEngine(model: try PriorityModel.load(directory: config.text.wordlistsDirectory, language: config.priority.language),
-                                       scorer: scorer)
+                                       scorer: scorer, timeZone: config.priority.zone)
         } catch {
             throw ServicesError("cannot load the priority model (priority.engine \"model\"): \(error)")
         }
@@ -231,7 +231,8 @@ public struct Pipelines: Sendable {
 
     static func rulesEngine(_ config: PipelineConfig) throws -> RulesPriorityEngine {
         do {
-            return RulesPriorityEngine(scorer: try PriorityScorer.load(directory: config.text.wordlistsDirectory, language: config.priority.language))
+            return RulesPriorityEngine(scorer: try PriorityScorer.load(directory: config.text.wordlistsDirectory, language: config.priority.language),
+                                       timeZone: config.priority.zone)
         } catch {
             throw ServicesError("cannot load priority indicators: \(error)")
         }

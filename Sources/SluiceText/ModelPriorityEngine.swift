@@ -1,3 +1,4 @@
+import Foundation
 import SluiceCore
 
 /// `priority.engine: "model"`: the band from `PriorityModel` (trained on the labelled messages), made medium when
@@ -48,16 +49,26 @@ public struct ModelPriorityEngine: PriorityEngine {
         return resolvedPhrases.contains { joined.contains(" \($0) ") }
     }
 
-    public init(model: PriorityModel, scorer: PriorityScorer) {
+    /// Where a message's send time is read as a time of day (`priority.timeZone`).
+    public let timeZone: TimeZone
+
+    public init(model: PriorityModel, scorer: PriorityScorer, timeZone: TimeZone = TimeZone(secondsFromGMT: 0) ?? .current) {
         self.model = model
         self.scorer = scorer
+        self.timeZone = timeZone
     }
 
     public func score(_ text: String, context: String?) async -> PriorityVerdict { verdict(text, context: context) }
 
-    /// The verdict (synchronous: nothing here waits).
-    public func verdict(_ text: String, context: String?) -> PriorityVerdict {
-        let rules = scorer.score(text, context: context)
+    public func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict {
+        verdict(text, context: context, sentAt: timeZone.minutesOfDay(at: sentAt))
+    }
+
+    /// The verdict (synchronous: nothing here waits). With `sentAt` (minutes since midnight), a deadline said as a
+    /// time of day within the hour after it ("by 5pm" sent at 16:50) — which the word model cannot see — makes a
+    /// medium high and a low medium.
+    public func verdict(_ text: String, context: String?, sentAt: Int? = nil) -> PriorityVerdict {
+        let rules = scorer.score(text, context: context, sentAt: sentAt)
         let (predicted, probabilities) = model.band(text, context: context)
         let probability = { (name: String) -> Double in model.bands.firstIndex(of: name).map { probabilities[$0] } ?? 0 }
         let opposite = predicted == "high" ? "low" : predicted == "low" ? "high" : nil
@@ -65,10 +76,14 @@ public struct ModelPriorityEngine: PriorityEngine {
         let selfOpposed = opposite.map { probability($0) > Self.opposedLimit } ?? false
         let resolved = predicted == "high" && Self.announcesResolution(text)
         let disagree = rulesOppose || selfOpposed || resolved
-        let band = disagree ? "medium" : predicted
+        // Only a deadline counted from the send time: one the message states is in the text the model read.
+        let dueSoon = sentAt != nil && rules.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") }
+        // It outweighs the model's doubts: a high stays high, a medium becomes high, a low medium.
+        let raised = dueSoon && (predicted != "high" || disagree)
+        let band = dueSoon ? (predicted == "low" ? "medium" : "high") : disagree ? "medium" : predicted
         let sorted = probabilities.sorted(by: >)
         let margin = sorted.count > 1 ? sorted[0] - sorted[1] : 1
-        let confidence = disagree ? "low" : margin >= 0.5 ? "high" : margin >= 0.2 ? "medium" : "low"
+        let confidence = raised ? "medium" : disagree ? "low" : margin >= 0.5 ? "high" : margin >= 0.2 ? "medium" : "low"
         let shown = model.bands.map { "\($0) \(Int((probability($0) * 100).rounded()))%" }.joined(separator: ", ")
         var indicators = rules.urgencyIndicators
         indicators.append("model: \(shown)")
@@ -84,12 +99,14 @@ public struct ModelPriorityEngine: PriorityEngine {
             case "high":
                 score = 70 + Int((30 * probability("high")).rounded(.down))
                 timeframe = "immediate"
-                reason = "Urgent (word model, \(shown))"
+                reason = raised ? "Urgent: due within the hour after it was sent (the word model said \(predicted), \(shown))"
+                    : "Urgent (word model, \(shown))"
             case "medium":
                 // Within medium by how far the model leans to high (a doubted high sits above a doubted low).
                 score = 20 + Int((49 * min(1, probability("high") + probability("medium") / 2)).rounded(.down))
                 timeframe = rules.priority == "high" ? "today" : "soon"
-                reason = resolved ? "Needs an answer: the word model said high, but the message says the problem is over (\(shown))"
+                reason = raised ? "Needs an answer: due within the hour after it was sent (the word model said low, \(shown))"
+                    : resolved ? "Needs an answer: the word model said high, but the message says the problem is over (\(shown))"
                     : rulesOppose ? "Needs an answer: the word model said \(predicted), the rules \(rules.priority)"
                     : selfOpposed ? "Needs an answer: the word model leans \(predicted) but does not rule out \(opposite ?? "") (\(shown))"
                     : "Needs an answer (word model, \(shown))"

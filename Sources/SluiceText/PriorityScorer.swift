@@ -45,6 +45,9 @@ public struct PriorityScorer: Sendable {
     static let nowWords: Set<String> = ["it", "its", "now"]
     /// Words before a clock time that make it a deadline or a start ("at 3", "by 4").
     static let clockDeadlineWords: Set<String> = ["by", "before", "until", "till", "at", "is"]
+    /// The same without "is", for times counted from when the message was sent (the message does not say the time,
+    /// so "the score is 3" must not read as a deadline).
+    static let sentTimeDeadlineWords: Set<String> = ["by", "before", "until", "till", "at"]
 
     /// An indicator's kind (the third TSV column), as an index into `kinds`, so a message's sums are an array.
     enum Kind: Int, CaseIterable, Sendable {
@@ -155,7 +158,9 @@ public struct PriorityScorer: Sendable {
         func sum(_ kind: Kind) -> Int { weights[kind.rawValue] }
     }
 
-    func signals(_ text: String) -> Signals {
+    /// `sentAt`: when the message was sent, as minutes since midnight in the configured time zone, if known — a
+    /// deadline said as a time of day ("by 5pm") then counts from it when the message does not say the time itself.
+    func signals(_ text: String, sentAt: Int? = nil) -> Signals {
         let words = Self.words(text)
         let entries = words.map { lexicon[$0] }
         func has(_ position: Int, _ role: Roles) -> Bool { entries[position]?.roles.contains(role) == true }
@@ -220,7 +225,27 @@ public struct PriorityScorer: Sendable {
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
         // Only a word starting with a number (a clock time) or "quarter" / "half" (one said in words) can say the time.
         let mayTellTime = words.contains { word in !Self.leadingNumbers(word).isEmpty || word == "quarter" || word == "half" }
-        if mayTellTime, let now = Self.clockNow(words) {
+        let statedNow = mayTellTime ? Self.clockNow(words) : nil
+        if let sentAt, statedNow == nil {
+            // "by 5pm" sent at 16:50: due 10 minutes after it was sent.
+            for index in words.indices.dropFirst() where Self.sentTimeDeadlineWords.contains(words[index - 1]) {
+                let spoken = Self.spokenClock(words, at: index, now: sentAt % 720)
+                let ahead: Int
+                if let spoken {
+                    ahead = ((spoken.minutes - sentAt % 720) % 720 + 720) % 720
+                } else if let due = Self.minutesAfter(sentAt, until: words[index]) {
+                    ahead = due
+                } else {
+                    continue
+                }
+                if ahead > 0 && ahead <= 60 {
+                    signals.minutes = min(signals.minutes ?? .max, ahead)
+                    let said = words[index..<(index + (spoken?.wordCount ?? 1))].joined(separator: " ")
+                    add(25, .deadline, "deadline: \(words[index - 1]) \(said), \(ahead) min after it was sent")
+                }
+            }
+        }
+        if let now = statedNow {
             for index in words.indices.dropFirst() where Self.clockDeadlineWords.contains(words[index - 1]) {
                 let spoken = Self.spokenClock(words, at: index, now: now)
                 guard spoken != nil || Self.isClockTime(words[index]) || words[index] == "noon" || words[index] == "midnight",
@@ -255,9 +280,14 @@ public struct PriorityScorer: Sendable {
     /// request, a question or a deadline within days (medium), small talk, news, celebrations and "no rush" (low) —
     /// then a score inside the band from how strong the signals are. An earlier message in `context` that was an
     /// emergency or an outage makes a short follow-up ("any update??") as urgent as it.
-    public func score(_ text: String, context: String?) -> PriorityVerdict {
-        let t = signals(text)
-        let c = context.map(signals)
+    public func score(_ text: String, context: String?) -> PriorityVerdict { score(text, context: context, sentAt: nil) }
+
+    /// The same for a message sent at `sentAt` minutes since midnight (`TimeZone.minutesOfDay(at:)`): a deadline said as a time of
+    /// day within the hour after it ("by 5pm" sent at 16:50) makes it urgent, as "in 10 minutes" does. The context is
+    /// read without it (it was sent earlier).
+    public func score(_ text: String, context: String?, sentAt: Int?) -> PriorityVerdict {
+        let t = signals(text, sentAt: sentAt)
+        let c = context.map { signals($0) }
         var found = t.found
         let emergency = t.sum(.emergency)
         let calming = t.sum(.negative) < 0
@@ -516,6 +546,28 @@ public struct PriorityScorer: Sendable {
         let (hour, minute) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
         guard hour <= 24, minute < 60 else { return nil }
         return (hour % 12) * 60 + minute
+    }
+
+    /// Minutes from `sentAt` (minutes since midnight) until the clock time `word` next comes: "5pm" and "17:00"
+    /// (folded to "1700") on the 24-hour clock, "noon" and "midnight", "5" or "4:30" on a 12-hour dial (whichever
+    /// of the two it could be comes first). Nil when `word` is not a clock time.
+    static func minutesAfter(_ sentAt: Int, until word: String) -> Int? {
+        let day = 1440
+        func ahead(_ due: Int, cycle: Int) -> Int { ((due - sentAt) % cycle + cycle) % cycle }
+        if word == "noon" { return ahead(720, cycle: day) }
+        if word == "midnight" { return ahead(0, cycle: day) }
+        guard isClockTime(word) else { return nil }
+        let digits = leadingNumbers(word)
+        guard let value = Int(digits) else { return nil }
+        let (hour, minute) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
+        guard hour <= 24, minute < 60 else { return nil }
+        let suffix = word.dropFirst(digits.count)
+        if suffix == "am" || suffix == "pm" {
+            guard (1...12).contains(hour) else { return nil }
+            return ahead((hour % 12 + (suffix == "pm" ? 12 : 0)) * 60 + minute, cycle: day)
+        }
+        if suffix == "h" || hour == 0 || hour > 12 { return ahead((hour % 24) * 60 + minute, cycle: day) }
+        return ((hour % 12) * 60 + minute - sentAt % 720 + 720) % 720
     }
 
     /// "1st", "22nd", "30th".

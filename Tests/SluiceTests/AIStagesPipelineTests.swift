@@ -91,6 +91,26 @@ import Testing
         #expect(p3.priority?.priority == "high")
     }
 
+    /// A queue line's sentAt is when its deadline counts from ("by 5pm" sent at 16:50 in priority.timeZone is due in
+    /// 10 minutes); without sentAt only the words count, so reprocessing judges the same.
+    @Test func aQueuedMessageIsScoredAsOfItsSentAt() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let folder = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("""
+        {"id": "d1", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T21:50:00Z"}
+        {"id": "d2", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T17:00:00Z"}
+        {"id": "d3", "userId": "u", "text": "can you call the bank by 5pm"}
+        """.utf8).write(to: folder.appendingPathComponent("d.jsonl"))
+        let store = try await runOnce(root, server: vision) { config in config.priority.timeZone = "America/New_York" }
+        let d1 = try #require(try await store.item("d1")?.priority)
+        #expect(d1.priority == "high" && d1.urgencyIndicators.contains("deadline: by 5pm, 10 min after it was sent"), "\(d1)")
+        #expect(try await store.item("d2")?.priority?.priority == "medium")
+        #expect(try await store.item("d3")?.priority?.priority == "medium")
+    }
+
     @Test func priorityAndCaptionCLI() async throws {
         let root = try TemporaryDataRoot()
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")

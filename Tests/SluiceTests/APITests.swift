@@ -316,6 +316,31 @@ import Testing
         }
     }
 
+    /// detectPriority scores a message as sent now, in priority.timeZone: "by 5pm" asked at 16:50 there is due in 10
+    /// minutes (high); at noon it is not.
+    @Test func detectPriorityCountsATimeOfDayFromNow() async throws {
+        let root = try TemporaryDataRoot()
+        var config = root.config(endpoint: "http://127.0.0.1:9/v1")
+        config.priority.timeZone = "America/New_York"
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let services = try await Services.live(config: config, environment: [:], logger: logger).api()
+        let token: HTTPFields = [HTTPField.Name("X-App-Token")!: "app-1", .contentType: "application/json"]
+        for (hour, band) in [(16, "high"), (12, "medium")] {
+            let now = PriorityTests.sentInNewYork(hour, 50)
+            let application = buildApplication(services: services, environment: Self.environment, now: { now }, logger: logger)
+            try await application.test(.router) { client in
+                try await client.execute(uri: "/v1/functions/detectPriority", method: .post, headers: token,
+                                         body: ByteBuffer(string: #"{"data": {"messageText": "can you call the bank by 5pm"}}"#)) { response in
+                    #expect(response.status == .ok)
+                    let result = try #require((try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["result"] as? [String: Any])
+                    #expect(result["priority"] as? String == band, "at \(hour):50: \(result)")
+                    #expect(((result["urgencyIndicators"] as? [String]) ?? []).contains("deadline: by 5pm, 10 min after it was sent") == (band == "high"))
+                }
+            }
+        }
+    }
+
     @Test func uploadsLandInPendingForTheDaemon() async throws {
         let root = try TemporaryDataRoot()
         let services = try await makeServices(root)

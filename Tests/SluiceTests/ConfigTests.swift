@@ -107,6 +107,7 @@ import Testing
         (#"{"output": {"quality": 101}}"#, "output.quality"),
         (#"{"policy": {"racy": {"block": "POSSIBLE", "review": "LIKELY"}}}"#, "policy.racy.review"),
         (#"{"dataRoot": 3}"#, "dataRoot"),
+        (#"{"priority": {"timeZone": "Mars/Olympus"}}"#, #"bad value for config key "priority.timeZone": "Mars/Olympus" is not a time zone name"#),
         (#"{"concurrency": {"items": -1}}"#, "concurrency.items"),
         (#"{"limits": {"rate": {"exchangeMilliseconds": -1}}}"#, "limits.rate.exchangeMilliseconds"),
         (#"{"limits": {"rate": {"exchangeMilliseconds": 60001}}}"#, "limits.rate.exchangeMilliseconds"),

@@ -148,6 +148,24 @@ import Testing
         #expect(!ModelPriorityEngine.announcesResolution("clear the hall, all of it, the alarm is real"))
     }
 
+    /// A deadline counted from the send time is what the word model cannot see: within the hour it makes the model's
+    /// medium high (and would make a low medium), saying why; without a send time the verdict is the words' alone.
+    @Test func aDeadlineWithinTheHourAfterSendingRaisesTheModelsBand() async throws {
+        let engine = ModelPriorityEngine(model: try PriorityModel.load(directory: Self.wordlists, language: "en"),
+                                         scorer: try PriorityScorer.load(directory: Self.wordlists, language: "en"),
+                                         timeZone: PriorityTests.newYork)
+        let text = "can you call the bank by 5pm"
+        let alone = await engine.score(text, context: nil)
+        #expect(alone.priority == "medium", "\(alone)")
+        let early = await engine.score(text, context: nil, sentAt: PriorityTests.sentInNewYork(12, 0))
+        #expect(early.priority == alone.priority && early.urgencyScore == alone.urgencyScore)
+        let late = await engine.score(text, context: nil, sentAt: PriorityTests.sentInNewYork(16, 50))
+        #expect(late.priority == "high" && late.isUrgent && late.timeframe == "immediate", "\(late)")
+        #expect(late.urgencyIndicators.contains("deadline: by 5pm, 10 min after it was sent"), "\(late.urgencyIndicators)")
+        #expect(late.reason.contains("10 min after it was sent") || late.reason.hasPrefix("Urgent: due within the hour after it was sent"),
+                "\(late.reason)")
+    }
+
     /// The held-out files it never saw (README's figures, each scored once): floors, so a retrained model that reads
     /// new writers worse fails.
     @Test(arguments: [("heldout-25", 0.91, 0), ("heldout-26", 0.87, 0)])

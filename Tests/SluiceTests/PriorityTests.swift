@@ -212,4 +212,72 @@ import Testing
         #expect(verdict.fallbackReason?.contains("HTTP 500: boom") == true)
         #expect(verdict.priority == "low")
     }
+
+    // MARK: Deadlines counted from the send time
+
+    /// 2026-11-25 at `hour`:`minute` in New York (UTC−5 in November).
+    static func sentInNewYork(_ hour: Int, _ minute: Int) -> Date {
+        Date(timeIntervalSince1970: 1_795_564_800 + Double((hour + 5) * 3600 + minute * 60))
+    }
+
+    static let newYork = TimeZone(identifier: "America/New_York")!
+
+    /// A deadline said as a time of day, with no time in the message, counts from when it was sent (read in
+    /// priority.timeZone): within the hour it is urgent, as "in 10 minutes" is; "is" never makes a deadline.
+    @Test(arguments: [
+        ("can you call the bank by 5pm", 16, 50, 10),
+        ("pls send the invoice before 5", 16, 50, 10),
+        ("meeting at 17:00, bring the slides", 16, 20, 40),
+        ("bring the cake round by half past five", 17, 10, 20),
+        ("lunch at noon?", 11, 30, 30),
+        ("can you call the bank by 5pm", 12, 0, nil),
+        ("can you call the bank by 4pm", 16, 50, nil),
+        ("the score is 5", 16, 50, nil),
+        ("no its 4:30 here, we need it by 5", 16, 50, nil),
+    ] as [(String, Int, Int, Int?)])
+    func aDeadlineSaidAsATimeOfDayCountsFromWhenTheMessageWasSent(text: String, hour: Int, minute: Int, ahead: Int?) async throws {
+        let engine = RulesPriorityEngine(scorer: Self.scorer, timeZone: Self.newYork)
+        let verdict = await engine.score(text, context: nil, sentAt: Self.sentInNewYork(hour, minute))
+        let counted = verdict.urgencyIndicators.filter { $0.hasSuffix(" min after it was sent") }
+        if let ahead {
+            #expect(counted.count == 1 && counted[0].hasSuffix(", \(ahead) min after it was sent"), "\(verdict.urgencyIndicators)")
+            #expect(verdict.priority == "high" && verdict.timeframe == "immediate", "\(verdict)")
+        } else {
+            #expect(counted.isEmpty, "\(verdict.urgencyIndicators)")
+        }
+        // Without a send time only the words count.
+        let alone = await engine.score(text, context: nil)
+        #expect(!alone.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") })
+        if ahead != nil { #expect(alone.priority != "high", "\(text) is high from its words alone: the case shows nothing") }
+    }
+
+    /// A message that says the time itself is read by that time, not the send time.
+    @Test func aTimeTheMessageStatesWinsOverTheSendTime() async {
+        let engine = RulesPriorityEngine(scorer: Self.scorer, timeZone: Self.newYork)
+        let verdict = await engine.score("its 3:15, need it by 4", context: nil, sentAt: Self.sentInNewYork(9, 0))
+        #expect(verdict.urgencyIndicators.contains("deadline: by 4, 45 min from now"), "\(verdict.urgencyIndicators)")
+        #expect(!verdict.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") })
+    }
+
+    /// The LLM engine is told when the message was sent, in the configured zone; without a send time the request
+    /// is exactly as before (recorded answers keep matching).
+    @Test func theLLMEngineIsToldWhenTheMessageWasSent() async throws {
+        let server = try await FakeJSONServer.start { _, _ in
+            .init(body: Self.completion(#"{"priority":"high","urgencyScore":80,"isUrgent":true,"reason":"due soon","urgencyIndicators":[]}"#))
+        }
+        defer { server.stop() }
+        var config = PriorityConfig()
+        config.baseURL = server.baseURL + "/v1"
+        config.apiKeyEnv = "TEST_LLM_KEY"
+        config.timeZone = "America/New_York"
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let engine = LLMPriorityEngine(config: config, environment: ["TEST_LLM_KEY": "k-1"], fallback: RulesPriorityEngine(scorer: Self.scorer),
+                                       logger: logger)
+        _ = await engine.score("call the bank by 5pm", context: "ops", sentAt: Self.sentInNewYork(16, 5))
+        _ = await engine.score("call the bank by 5pm", context: "ops")
+        let users = server.received.compactMap { ($0.json?["messages"] as? [[String: Any]])?.last?["content"] as? String }
+        #expect(users == ["Sent at: 16:05 (local time)\n\nConversation context: ops\n\nMessage: call the bank by 5pm",
+                          "Conversation context: ops\n\nMessage: call the bank by 5pm"])
+    }
 }

@@ -83,7 +83,8 @@ struct CallableRoutes {
             throw APIError(.invalidArgument, "data.\(field) is \(value.unicodeScalars.count) characters long, over the \(maxLength) limit (text.maxLength)")
         }
         try await limits.consume(.detectPriority, context: context)
-        var verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext)
+        // Sent now: "by 5pm" asked for at 16:50 (in priority.timeZone) is due in 10 minutes.
+        var verdict = await services.texts.priority.score(arguments.messageText, context: arguments.conversationContext, sentAt: now())
         // The provider's own words (which can echo parts of keys or accounts) go to the log, not to the caller.
         if let reason = verdict.fallbackReason {
             context.logger.warning("priority LLM failed; the rules answered", metadata: ["error": "\(reason)"])

@@ -263,6 +263,11 @@ public struct PriorityConfig: Sendable, Equatable {
     public var model: String = "gpt-4o-mini"
     public var apiKeyEnv: String = "OPENAI_API_KEY"
     public var timeoutSeconds: Double = 20
+    /// The time zone of the app's users (IANA name, e.g. `Europe/London`): a deadline said as a time of day ("by
+    /// 5pm") counts from when the message was sent, read in this zone. Default: the machine's.
+    public var timeZone: String = TimeZone.current.identifier
+    /// `timeZone` as a zone (UTC if the name is unknown, which `validate()` refuses).
+    public var zone: TimeZone { TimeZone(identifier: timeZone) ?? TimeZone(secondsFromGMT: 0) ?? .current }
     public init() {}
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How urgent a message is, in the seed's `detectPriority` shape.
 public struct PriorityVerdict: Sendable, Codable, Equatable {
     /// `high` (score ≥ 70), `medium` (20–69) or `low` (< 20).
@@ -42,4 +44,21 @@ public struct PriorityVerdict: Sendable, Codable, Equatable {
 /// Scores how urgent a message is.
 public protocol PriorityEngine: Sendable {
     func score(_ text: String, context: String?) async -> PriorityVerdict
+    /// The same for a message sent at `sentAt`: a deadline said as a time of day ("by 5pm") counts from it, in
+    /// `priority.timeZone`. Engines that cannot use the time score the text alone.
+    func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict
+}
+
+extension PriorityEngine {
+    public func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict {
+        await score(text, context: context)
+    }
+}
+
+extension TimeZone {
+    /// Minutes since midnight of `date` here (a priority engine reads a message's send time with it).
+    public func minutesOfDay(at date: Date) -> Int {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down)) + secondsFromGMT(for: date)
+        return ((seconds / 60) % 1440 + 1440) % 1440
+    }
 }

@@ -1,7 +1,8 @@
 import SluiceCore
 
 /// 3. How urgent the message is, with the configured engine (rules, or the LLM falling back to the rules).
-/// Blocked messages are scored too; not re-run: the stored priority stays.
+/// Blocked messages are scored too; not re-run: the stored priority stays. A message with `sentAt` is scored as sent
+/// then ("by 5pm" sent at 16:50 is due in 10 minutes); one without it by its words alone, so a re-run judges the same.
 struct PrioritiseStage: Stage {
     let name = "priority"
     let engine: any PriorityEngine
@@ -9,6 +10,8 @@ struct PrioritiseStage: Stage {
     func run(_ filtered: Filtered, context: StageContext) async -> StageOutcome<Prioritised> {
         guard context.runs(name) else { return .proceed(Prioritised(filtered: filtered, priority: nil)) }
         let message = filtered.message.content
-        return .proceed(Prioritised(filtered: filtered, priority: await engine.score(message.text, context: message.context)))
+        let priority = if let sentAt = message.sentAt { await engine.score(message.text, context: message.context, sentAt: sentAt) }
+            else { await engine.score(message.text, context: message.context) }
+        return .proceed(Prioritised(filtered: filtered, priority: priority))
     }
 }
