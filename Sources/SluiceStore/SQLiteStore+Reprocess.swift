@@ -58,13 +58,13 @@ extension SQLiteStore {
             result.reserveCapacity(raw.count)
             for chunk in raw.chunked(500) {
                 let rows = try Row.fetchCursor(db, sql: """
-                    SELECT id, kind, status, text, textContext, textVerdict, priority, reason, reviewedBy IS NOT NULL, conversation
+                    SELECT id, kind, status, text, textContext, textVerdict, priority, reason, reviewedBy IS NOT NULL, conversation, sentAt
                     FROM item WHERE id IN (\(Self.placeholders(chunk.count)))
                     """, arguments: StatementArguments(Array(chunk)))
                 while let row = try rows.next() {
                     guard let kind = ItemKind(rawValue: row[1]), let status = ItemStatus(rawValue: row[2]) else { continue }
                     result.append(TextSnapshot(id: ItemID(row[0] as String), kind: kind, status: status, reason: row[7], text: row[3],
-                                               context: row[4], verdictJSON: row[5], priorityJSON: row[6], humanDecided: row[8],
+                                               context: row[4], sentAt: row[10], verdictJSON: row[5], priorityJSON: row[6], humanDecided: row[8],
                                                conversation: ItemRow.decode(ConversationVerdict.self, row[9])))
                 }
             }

@@ -37,16 +37,33 @@ public struct ModelPriorityEngine: PriorityEngine {
                                   "no harm done", "fine now", "all fine", "up and laughing", "laughing about it"]
         + ["he's", "she's", "they're", "theyre", "hes", "shes", "he is", "she is", "they are"].flatMap { ["\($0) out now", "\($0) in now"] }
 
+    /// Words that undo a phrase of `resolvedPhrases` just before it ("he's NOT fine now") or after it ("the all clear,
+    /// but it's sparking again").
+    static let resolutionNegators: Set<String> = ["not", "no", "never", "isnt", "isn't", "aint", "ain't", "arent", "aren't", "wasnt",
+                                                  "wasn't", "nowhere"]
+    static let resolutionUndoers: Set<String> = ["again", "but", "still", "though", "until"]
+
     /// Whether the message says its problem is over (`resolvedOpenings`, `resolvedPhrases`; words compared in lower
-    /// case, curly apostrophes as straight ones, punctuation as spaces).
+    /// case, curly apostrophes as straight ones, punctuation as spaces). A phrase inside the message does not count in
+    /// a question ("is he fine now??"), after a negation in the two words before it, or with "again", "but", "still"
+    /// after it.
     public static func announcesResolution(_ text: String) -> Bool {
         let words = text.lowercased().replacingOccurrences(of: "\u{2019}", with: "'")
-            .split { !($0.isLetter || $0.isNumber || $0 == "'") }
+            .split { !($0.isLetter || $0.isNumber || $0 == "'") }.map(String.init)
         guard let first = words.first else { return false }
-        if resolvedOpenings.contains(String(first)) { return true }
+        if resolvedOpenings.contains(first) { return true }
         if words.count > 1, resolvedOpenings.contains("\(first) \(words[1])") { return true }
-        let joined = " " + words.joined(separator: " ") + " "
-        return resolvedPhrases.contains { joined.contains(" \($0) ") }
+        guard !text.contains("?") else { return false }
+        for phrase in resolvedPhrases {
+            let parts = phrase.split(separator: " ").map(String.init)
+            guard parts.count <= words.count else { continue }
+            for start in 0...(words.count - parts.count) where Array(words[start..<(start + parts.count)]) == parts {
+                let before = words[max(0, start - 2)..<start]
+                let after = words[(start + parts.count)...]
+                if !before.contains(where: resolutionNegators.contains) && !after.contains(where: resolutionUndoers.contains) { return true }
+            }
+        }
+        return false
     }
 
     /// Where a message's send time is read as a time of day (`priority.timeZone`).
@@ -77,7 +94,10 @@ public struct ModelPriorityEngine: PriorityEngine {
         let resolved = predicted == "high" && Self.announcesResolution(text)
         let disagree = rulesOppose || selfOpposed || resolved
         // Only a deadline counted from the send time: one the message states is in the text the model read.
-        let dueSoon = sentAt != nil && rules.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") }
+        // It counts when the rules, having weighed hedges and calm words, call the message high with it, and the message
+        // does not say its problem is over.
+        let dueSoon = sentAt != nil && rules.priority == "high" && !resolved
+            && rules.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") }
         // It outweighs the model's doubts: a high stays high, a medium becomes high, a low medium.
         let raised = dueSoon && (predicted != "high" || disagree)
         let band = dueSoon ? (predicted == "low" ? "medium" : "high") : disagree ? "medium" : predicted

@@ -226,14 +226,17 @@ public struct PriorityScorer: Sendable {
         // Only a word starting with a number (a clock time) or "quarter" / "half" (one said in words) can say the time.
         let mayTellTime = words.contains { word in !Self.leadingNumbers(word).isEmpty || word == "quarter" || word == "half" }
         let statedNow = mayTellTime ? Self.clockNow(words) : nil
-        if let sentAt, statedNow == nil {
-            // "by 5pm" sent at 16:50: due 10 minutes after it was sent.
+        if let sentAt, statedNow == nil, !Self.namesAnotherDay(words) {
+            // "by 5pm" sent at 16:50: due 10 minutes after it was sent. Only what reads as a time of day ("5pm",
+            // "17:00", "noon", "half past five", a bare "5" ending the message or before "today", "pls", …), not
+            // negated ("we don't need it by 5pm"), and not in a message about another day ("tomorrow at 5").
             for index in words.indices.dropFirst() where Self.sentTimeDeadlineWords.contains(words[index - 1]) {
+                guard !(max(0, index - 4)..<(index - 1)).contains(where: { has($0, .negator) }) else { continue }
                 let spoken = Self.spokenClock(words, at: index, now: sentAt % 720)
                 let ahead: Int
                 if let spoken {
                     ahead = ((spoken.minutes - sentAt % 720) % 720 + 720) % 720
-                } else if let due = Self.minutesAfter(sentAt, until: words[index]) {
+                } else if Self.readsAsTimeOfDay(words, at: index, in: text), let due = Self.minutesAfter(sentAt, until: words[index]) {
                     ahead = due
                 } else {
                     continue
@@ -546,6 +549,39 @@ public struct PriorityScorer: Sendable {
         let (hour, minute) = digits.count <= 2 ? (value, 0) : (value / 100, value % 100)
         guard hour <= 24, minute < 60 else { return nil }
         return (hour % 12) * 60 + minute
+    }
+
+    /// Words after a bare hour ("by 5 today") that leave it a time of day; anything else ("at 5 people", "by 2 goals")
+    /// makes it a count.
+    static let afterBareHour: Set<String> = ["today", "tonight", "latest", "sharp", "pls", "please", "then", "ok", "okay", "and",
+                                             "or", "so", "if", "thanks", "thx", "oclock", "o'clock", "x", "cheers", "ish"]
+    /// Words that put a message on another day than the one it was sent ("tomorrow at 5", "on the 3rd of nov at 2pm").
+    static let otherDayWords: Set<String> = ["tomorrow", "tmrw", "tmr", "tomoz", "yesterday", "next", "week", "weekend", "month",
+                                             "jan", "january", "feb", "february", "mar", "march", "apr", "april", "jun", "june",
+                                             "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october", "nov",
+                                             "november", "dec", "december"]
+
+    /// Whether the message names a day other than today: a weekday, "tomorrow", a month, a date ("the 3rd").
+    static func namesAnotherDay(_ words: [String]) -> Bool {
+        words.contains { otherDayWords.contains($0) || weekdays.contains($0) || isOrdinal($0) }
+    }
+
+    /// Whether the clock-like word at `index` is a time of day rather than a count: "5pm", "noon", "17h", a time
+    /// written with a colon in `text` ("17:00", "4:30"; the words fold it to "1700"), or a bare hour that ends the
+    /// message or comes before a word of `afterBareHour`. "bake at 350", "net zero by 2030", "at 5 people" are not.
+    static func readsAsTimeOfDay(_ words: [String], at index: Int, in text: String) -> Bool {
+        let word = words[index]
+        if word == "noon" || word == "midnight" { return true }
+        let digits = leadingNumbers(word)
+        guard !digits.isEmpty, let value = Int(digits) else { return false }
+        let suffix = word.dropFirst(digits.count)
+        if !suffix.isEmpty { return suffix == "am" || suffix == "pm" || suffix == "h" }
+        if digits.count >= 3 {
+            let minutes = value % 100
+            return text.contains("\(value / 100):\(minutes < 10 ? "0" : "")\(minutes)")
+        }
+        guard (1...12).contains(value) else { return false }
+        return index + 1 == words.count || afterBareHour.contains(words[index + 1])
     }
 
     /// Minutes from `sentAt` (minutes since midnight) until the clock time `word` next comes: "5pm" and "17:00"

@@ -1,5 +1,7 @@
 import Foundation
 import SluiceCore
+import SluicePipeline
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 import Testing
@@ -109,6 +111,13 @@ import Testing
         #expect(d1.priority == "high" && d1.urgencyIndicators.contains("deadline: by 5pm, 10 min after it was sent"), "\(d1)")
         #expect(try await store.item("d2")?.priority?.priority == "medium")
         #expect(try await store.item("d3")?.priority?.priority == "medium")
+        // Re-judging reads the stored sentAt: the verdicts stand.
+        let config = root.config(endpoint: vision.endpoint) { config in config.priority.timeZone = "America/New_York" }
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
+        let summary = try await services.reprocessor().run(.init(filter: ItemFilter(kind: .text)), progress: { _, _ in })
+        #expect(summary.failures.isEmpty)
+        #expect(try await services.store.item("d1")?.priority == d1)
+        #expect(try await services.store.item("d3")?.priority?.priority == "medium")
     }
 
     @Test func priorityAndCaptionCLI() async throws {

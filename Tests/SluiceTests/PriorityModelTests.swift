@@ -144,6 +144,10 @@ import Testing
         #expect(ModelPriorityEngine.announcesResolution(text))
         #expect(!ModelPriorityEngine.announcesResolution("still not sorted, the lift is stuck"))
         #expect(!ModelPriorityEngine.announcesResolution("is he out now?? call me"))
+        for undone in ["he's NOT fine now, not breathing, call 999", "is he fine now??", "they gave the all clear but its sparking again!!",
+                       "not all fine, the smoke is back", "its not fine now"] {
+            #expect(!ModelPriorityEngine.announcesResolution(undone), "\(undone)")
+        }
         #expect(ModelPriorityEngine.announcesResolution("All clear, they\u{2019}ve checked the building"))
         #expect(!ModelPriorityEngine.announcesResolution("clear the hall, all of it, the alarm is real"))
     }
@@ -164,6 +168,9 @@ import Testing
         #expect(late.urgencyIndicators.contains("deadline: by 5pm, 10 min after it was sent"), "\(late.urgencyIndicators)")
         #expect(late.reason.contains("10 min after it was sent") || late.reason.hasPrefix("Urgent: due within the hour after it was sent"),
                 "\(late.reason)")
+        // Not when the rules, weighing the hedge, do not call it urgent.
+        let hedged = await engine.score("no rush at all, see you at 5", context: nil, sentAt: PriorityTests.sentInNewYork(16, 50))
+        #expect(hedged.priority != "high", "\(hedged)")
     }
 
     /// The held-out files it never saw (README's figures, each scored once): floors, so a retrained model that reads

@@ -234,6 +234,16 @@ import Testing
         ("can you call the bank by 4pm", 16, 50, nil),
         ("the score is 5", 16, 50, nil),
         ("no its 4:30 here, we need it by 5", 16, 50, nil),
+        ("need the keys back by 5 today", 16, 50, 10),
+        // Counts, not times; another day; a negated deadline.
+        ("we're at 5 people already", 16, 30, nil),
+        ("they won by 2 goals", 13, 15, nil),
+        ("sales are up by 10 percent", 9, 30, nil),
+        ("bake at 350 for an hour", 15, 20, nil),
+        ("net zero by 2030", 20, 0, nil),
+        ("can we meet tomorrow at 5pm?", 16, 30, nil),
+        ("inspection on the 3rd of nov at 2pm", 13, 40, nil),
+        ("we don't need it by 5pm anymore", 16, 30, nil),
     ] as [(String, Int, Int, Int?)])
     func aDeadlineSaidAsATimeOfDayCountsFromWhenTheMessageWasSent(text: String, hour: Int, minute: Int, ahead: Int?) async throws {
         let engine = RulesPriorityEngine(scorer: Self.scorer, timeZone: Self.newYork)

@@ -59,6 +59,10 @@ RESOLVED_PHRASES = ["false alarm", "panic over", "crisis averted", "all sorted n
     f"{who} {where} now" for who in ["he's", "she's", "they're", "theyre", "hes", "shes", "he is", "she is", "they are"] for where in ("out", "in")]
 
 
+NEGATORS = {"not", "no", "never", "isnt", "isn't", "aint", "ain't", "arent", "aren't", "wasnt", "wasn't", "nowhere"}
+UNDOERS = {"again", "but", "still", "though", "until"}
+
+
 def announces_resolution(text):
     """ModelPriorityEngine.announcesResolution: a message that says its problem is over is never made high."""
     words = [word for word in re.split(r"[^\w']|_", text.lower().replace("\u2019", "'")) if word]
@@ -66,8 +70,15 @@ def announces_resolution(text):
         return False
     if words[0] in RESOLVED_OPENINGS or " ".join(words[:2]) in RESOLVED_OPENINGS:
         return True
-    joined = f" {' '.join(words)} "
-    return any(f" {phrase} " in joined for phrase in RESOLVED_PHRASES)
+    if "?" in text:
+        return False
+    for phrase in RESOLVED_PHRASES:
+        parts = phrase.split(" ")
+        for start in range(len(words) - len(parts) + 1):
+            if words[start:start + len(parts)] == parts:
+                if not NEGATORS & set(words[max(0, start - 2):start]) and not UNDOERS & set(words[start + len(parts):]):
+                    return True
+    return False
 
 
 def combine(predicted, probabilities, rules_band, opposed, confident, text=""):

@@ -59,6 +59,8 @@ extension TimeZone {
     /// Minutes since midnight of `date` here (a priority engine reads a message's send time with it).
     public func minutesOfDay(at date: Date) -> Int {
         let seconds = Int(date.timeIntervalSince1970.rounded(.down)) + secondsFromGMT(for: date)
-        return ((seconds / 60) % 1440 + 1440) % 1440
+        // Floor division: a moment before 1970 is still in the minute it is in.
+        let minutes = seconds >= 0 ? seconds / 60 : (seconds - 59) / 60
+        return (minutes % 1440 + 1440) % 1440
     }
 }

@@ -368,15 +368,18 @@ public struct TextSnapshot: Sendable {
     public var reason: String?
     public var text: String?
     public var context: String?
+    /// When the app said the message was sent (its deadlines count from it, as on intake).
+    public var sentAt: Date?
     public var verdictJSON: String?
     public var priorityJSON: String?
     public var humanDecided: Bool
     /// The rules stage's verdict when it blocked, held or marked the message (it stands through reprocessing).
     public var conversation: ConversationVerdict?
 
-    public init(id: ItemID, kind: ItemKind, status: ItemStatus, reason: String?, text: String?, context: String?,
+    public init(id: ItemID, kind: ItemKind, status: ItemStatus, reason: String?, text: String?, context: String?, sentAt: Date? = nil,
                 verdictJSON: String?, priorityJSON: String?, humanDecided: Bool, conversation: ConversationVerdict? = nil) {
         self.conversation = conversation
+        self.sentAt = sentAt
         self.id = id
         self.kind = kind
         self.status = status

@@ -33,7 +33,9 @@ extension Reprocessor {
                         let snapshot = snapshots[index]
                         guard let text = snapshot.text else { continue }
                         var judgement = TextJudgement(index: index)
-                        var message = ParsedMessage(id: snapshot.id, userId: "", content: TextContent(text: text, context: snapshot.context))
+                        var message = ParsedMessage(id: snapshot.id, userId: "",
+                                                    content: TextContent(text: text, context: snapshot.context, sentAt: snapshot.sentAt),
+                                                    sentAt: snapshot.sentAt)
                         if keepsClassification, let json = snapshot.verdictJSON, json.contains(#""classifier":"#) {
                             message.storedClassification = (try? JSONDecoder().decode(TextVerdict.self, from: Data(json.utf8)))?.classifier
                         }

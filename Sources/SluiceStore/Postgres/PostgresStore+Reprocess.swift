@@ -67,17 +67,18 @@ extension PostgresStore {
     public func textSnapshots(_ ids: [ItemID]) async throws(StoreError) -> [TextSnapshot] {
         guard !ids.isEmpty else { return [] }
         let rows = try await rows("read \(ids.count) snapshots", """
-            SELECT id, kind, status, text, textContext, textVerdict, priority, reason, reviewedBy IS NOT NULL, conversation
+            SELECT id, kind, status, text, textContext, textVerdict, priority, reason, reviewedBy IS NOT NULL, conversation, sentAt
             FROM item WHERE id = ANY(\(ids.map(\.rawValue)))
             """)
         do {
             var result: [TextSnapshot] = []
             result.reserveCapacity(rows.count)
             for row in rows {
-                let (id, kind, status, text, context, verdict, priority, reason, decided, conversation) =
-                    try row.decode((String, String, String, String?, String?, String?, String?, String?, Bool, String?).self)
+                let (id, kind, status, text, context, verdict, priority, reason, decided, conversation, sentAt) =
+                    try row.decode((String, String, String, String?, String?, String?, String?, String?, Bool, String?, Int64?).self)
                 guard let kind = ItemKind(rawValue: kind), let status = ItemStatus(rawValue: status) else { continue }
                 result.append(TextSnapshot(id: ItemID(rawValue: id), kind: kind, status: status, reason: reason, text: text, context: context,
+                                           sentAt: sentAt.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                                            verdictJSON: verdict, priorityJSON: priority, humanDecided: decided,
                                            conversation: ItemRow.decode(ConversationVerdict.self, conversation)))
             }
