@@ -48,8 +48,10 @@ extension PipelineConfig {
         try require(endpoint?.host?.isEmpty == false, "vision.endpoint", "\"\(vision.endpoint)\" has no host")
         try require(vision.timeoutSeconds > 0 && vision.timeoutSeconds <= 600, "vision.timeoutSeconds", "must be in 0 < t ≤ 600")
         try require((1...20).contains(vision.maxAttempts), "vision.maxAttempts", "must be 1...20")
-        try require(TimeZone(identifier: priority.timeZone) != nil, "priority.timeZone",
-                    "\"\(priority.timeZone)\" is not a time zone name (IANA, e.g. \"Europe/London\", \"UTC\")")
+        if let zone = priority.timeZone {
+            try require(TimeZone(identifier: zone) != nil, "priority.timeZone",
+                        "\"\(zone)\" is not a time zone name (IANA, e.g. \"Europe/London\", \"UTC\")")
+        }
         try require(vision.initialBackoffSeconds >= 0, "vision.initialBackoffSeconds", "must be ≥ 0")
         try require(vision.maxBackoffSeconds >= vision.initialBackoffSeconds, "vision.maxBackoffSeconds",
                     "must be ≥ vision.initialBackoffSeconds")
@@ -590,7 +592,7 @@ extension PriorityConfig: Decodable {
         v.model = try c.value(.model, default: v.model)
         v.apiKeyEnv = try c.value(.apiKeyEnv, default: v.apiKeyEnv)
         v.timeoutSeconds = try c.value(.timeoutSeconds, default: v.timeoutSeconds)
-        v.timeZone = try c.value(.timeZone, default: v.timeZone)
+        v.timeZone = try c.optional(String.self, forKey: .timeZone)
         self = v
     }
 }

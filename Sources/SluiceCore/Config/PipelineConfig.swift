@@ -264,10 +264,11 @@ public struct PriorityConfig: Sendable, Equatable {
     public var apiKeyEnv: String = "OPENAI_API_KEY"
     public var timeoutSeconds: Double = 20
     /// The time zone of the app's users (IANA name, e.g. `Europe/London`): a deadline said as a time of day ("by
-    /// 5pm") counts from when the message was sent, read in this zone. Default: the machine's.
-    public var timeZone: String = TimeZone.current.identifier
-    /// `timeZone` as a zone (UTC if the name is unknown, which `validate()` refuses).
-    public var zone: TimeZone { TimeZone(identifier: timeZone) ?? TimeZone(secondsFromGMT: 0) ?? .current }
+    /// 5pm") counts from when the message was sent, read in this zone. nil: the machine's (never checked by name,
+    /// so an unusual `TZ` cannot stop Sluice from starting).
+    public var timeZone: String?
+    /// `timeZone` as a zone (the machine's when unset; an unknown name is refused by `validate()`).
+    public var zone: TimeZone { timeZone.flatMap { TimeZone(identifier: $0) } ?? .current }
     public init() {}
 }
 
