@@ -62,8 +62,7 @@ struct PriorityCommand: AsyncParsableCommand {
             return
         }
         let sent = sentAt.flatMap { $0 == "now" ? Date() : Self.date($0) }
-        let verdict = if let sent { await engine.score(text ?? "", context: context, sentAt: sent) }
-            else { await engine.score(text ?? "", context: context) }
+        let verdict = await engine.score(text ?? "", context: context, sentAt: sent)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -78,20 +78,20 @@ public struct LLMPriorityEngine: PriorityEngine, ProviderProbe {
         var recommendedAction: String?
     }
 
-    public func score(_ text: String, context: String?) async -> PriorityVerdict { await score(text, context: context, sentAt: nil) }
+    public func score(_ text: String, context: String?) async -> PriorityVerdict { await judge(text, context: context, sentAt: nil) }
 
     /// With `sentAt` the request says when the message was sent ("Sent at: 16:50 (local time)"), so the model can
     /// read "by 5pm"; without it the request is as it always was (recorded answers still match).
     public func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict {
-        await score(text, context: context, sentAt: Optional(sentAt))
+        await judge(text, context: context, sentAt: sentAt)
     }
 
-    func score(_ text: String, context: String?, sentAt: Date?) async -> PriorityVerdict {
+    /// The model's answer, or the rules' when it fails.
+    func judge(_ text: String, context: String?, sentAt: Date?) async -> PriorityVerdict {
         do throws(ProviderError) {
             return try await ask(text, context: context, sentAt: sentAt)
         } catch {
-            var verdict = if let sentAt { await fallback.score(text, context: context, sentAt: sentAt) }
-                else { await fallback.score(text, context: context) }
+            var verdict = await fallback.score(text, context: context, sentAt: sentAt)
             verdict.engine = "rules (llm fallback)"
             verdict.fallbackReason = error.description
             return verdict

@@ -97,7 +97,7 @@ public struct ModelPriorityEngine: PriorityEngine {
         // It counts when the rules, having weighed hedges and calm words, call the message high with it, and the message
         // does not say its problem is over.
         let dueSoon = sentAt != nil && rules.priority == "high" && !resolved
-            && rules.urgencyIndicators.contains { $0.hasSuffix(" min after it was sent") }
+            && rules.urgencyIndicators.contains { $0.hasSuffix(PriorityScorer.afterSendingSuffix) }
         // It outweighs the model's doubts: a high stays high, a medium becomes high, a low medium.
         let raised = dueSoon && (predicted != "high" || disagree)
         let band = dueSoon ? (predicted == "low" ? "medium" : "high") : disagree ? "medium" : predicted

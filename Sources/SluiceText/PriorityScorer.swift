@@ -48,6 +48,8 @@ public struct PriorityScorer: Sendable {
     /// The same without "is", for times counted from when the message was sent (the message does not say the time,
     /// so "the score is 3" must not read as a deadline).
     static let sentTimeDeadlineWords: Set<String> = ["by", "before", "until", "till", "at"]
+    /// How the indicator of a deadline counted from the send time ends ("deadline: by 5pm, 10 min after it was sent").
+    public static let afterSendingSuffix = " min after it was sent"
 
     /// An indicator's kind (the third TSV column), as an index into `kinds`, so a message's sums are an array.
     enum Kind: Int, CaseIterable, Sendable {
@@ -236,7 +238,7 @@ public struct PriorityScorer: Sendable {
                 let ahead: Int
                 if let spoken {
                     ahead = ((spoken.minutes - sentAt % 720) % 720 + 720) % 720
-                } else if Self.readsAsTimeOfDay(words, at: index, in: text), let due = Self.minutesAfter(sentAt, until: words[index]) {
+                } else if let due = Self.minutesAfter(sentAt, untilTimeAt: index, of: words, in: text) {
                     ahead = due
                 } else {
                     continue
@@ -244,7 +246,7 @@ public struct PriorityScorer: Sendable {
                 if ahead > 0 && ahead <= 60 {
                     signals.minutes = min(signals.minutes ?? .max, ahead)
                     let said = words[index..<(index + (spoken?.wordCount ?? 1))].joined(separator: " ")
-                    add(25, .deadline, "deadline: \(words[index - 1]) \(said), \(ahead) min after it was sent")
+                    add(25, .deadline, "deadline: \(words[index - 1]) \(said), \(ahead)\(Self.afterSendingSuffix)")
                 }
             }
         }
@@ -566,32 +568,17 @@ public struct PriorityScorer: Sendable {
         words.contains { otherDayWords.contains($0) || weekdays.contains($0) || isOrdinal($0) }
     }
 
-    /// Whether the clock-like word at `index` is a time of day rather than a count: "5pm", "noon", "17h", a time
-    /// written with a colon in `text` ("17:00", "4:30"; the words fold it to "1700"), or a bare hour that ends the
-    /// message or comes before a word of `afterBareHour`. "bake at 350", "net zero by 2030", "at 5 people" are not.
-    static func readsAsTimeOfDay(_ words: [String], at index: Int, in text: String) -> Bool {
+    /// Minutes from `sentAt` (minutes since midnight) until the time of day `words[index]` next comes, or nil when it
+    /// is not one. A time of day is "5pm", "noon", "17h", a time written with a colon in `text` ("17:00", "4:30"; the
+    /// words fold it to "1700"), or a bare hour that ends the message or comes before a word of `afterBareHour` —
+    /// "bake at 350", "net zero by 2030", "at 5 people" are counts. "5pm", "17:00", "17h", "noon" and "midnight" are
+    /// read on the 24-hour clock, "5" or "4:30" on a 12-hour dial (whichever of the two it could be comes first).
+    static func minutesAfter(_ sentAt: Int, untilTimeAt index: Int, of words: [String], in text: String) -> Int? {
         let word = words[index]
-        if word == "noon" || word == "midnight" { return true }
-        let digits = leadingNumbers(word)
-        guard !digits.isEmpty, let value = Int(digits) else { return false }
-        let suffix = word.dropFirst(digits.count)
-        if !suffix.isEmpty { return suffix == "am" || suffix == "pm" || suffix == "h" }
-        if digits.count >= 3 {
-            let minutes = value % 100
-            return text.contains("\(value / 100):\(minutes < 10 ? "0" : "")\(minutes)")
-        }
-        guard (1...12).contains(value) else { return false }
-        return index + 1 == words.count || afterBareHour.contains(words[index + 1])
-    }
-
-    /// Minutes from `sentAt` (minutes since midnight) until the clock time `word` next comes: "5pm" and "17:00"
-    /// (folded to "1700") on the 24-hour clock, "noon" and "midnight", "5" or "4:30" on a 12-hour dial (whichever
-    /// of the two it could be comes first). Nil when `word` is not a clock time.
-    static func minutesAfter(_ sentAt: Int, until word: String) -> Int? {
         let day = 1440
-        func ahead(_ due: Int, cycle: Int) -> Int { ((due - sentAt) % cycle + cycle) % cycle }
-        if word == "noon" { return ahead(720, cycle: day) }
-        if word == "midnight" { return ahead(0, cycle: day) }
+        func ahead(_ due: Int) -> Int { ((due - sentAt) % day + day) % day }
+        if word == "noon" { return ahead(720) }
+        if word == "midnight" { return ahead(0) }
         guard isClockTime(word) else { return nil }
         let digits = leadingNumbers(word)
         guard let value = Int(digits) else { return nil }
@@ -600,9 +587,15 @@ public struct PriorityScorer: Sendable {
         let suffix = word.dropFirst(digits.count)
         if suffix == "am" || suffix == "pm" {
             guard (1...12).contains(hour) else { return nil }
-            return ahead((hour % 12 + (suffix == "pm" ? 12 : 0)) * 60 + minute, cycle: day)
+            return ahead((hour % 12 + (suffix == "pm" ? 12 : 0)) * 60 + minute)
         }
-        if suffix == "h" || hour == 0 || hour > 12 { return ahead((hour % 24) * 60 + minute, cycle: day) }
+        if suffix == "h" { return ahead((hour % 24) * 60 + minute) }
+        if digits.count >= 3 {
+            guard text.contains("\(hour):\(minute < 10 ? "0" : "")\(minute)") else { return nil }
+            if hour == 0 || hour > 12 { return ahead((hour % 24) * 60 + minute) }
+        } else {
+            guard (1...12).contains(hour), index + 1 == words.count || afterBareHour.contains(words[index + 1]) else { return nil }
+        }
         return ((hour % 12) * 60 + minute - sentAt % 720 + 720) % 720
     }
 

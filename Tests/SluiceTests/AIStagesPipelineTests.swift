@@ -76,13 +76,11 @@ import Testing
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
         defer { vision.stop() }
-        let folder = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data("""
-        {"id": "p1", "userId": "u", "text": "URGENT: the server is down, need help ASAP!!!"}
-        {"id": "p2", "userId": "u", "text": "no rush, whenever you can"}
-        {"id": "p3", "userId": "u", "text": "fix this sh1t by 5pm today, it's urgent"}
-        """.utf8).write(to: folder.appendingPathComponent("p.jsonl"))
+        try root.writeQueue("p.jsonl", [
+            #"{"id": "p1", "userId": "u", "text": "URGENT: the server is down, need help ASAP!!!"}"#,
+            #"{"id": "p2", "userId": "u", "text": "no rush, whenever you can"}"#,
+            #"{"id": "p3", "userId": "u", "text": "fix this sh1t by 5pm today, it's urgent"}"#,
+        ])
         let store = try await runOnce(root, server: vision)
         let p1 = try #require(try await store.item("p1")?.priority)
         #expect(p1.priority == "high" && p1.isUrgent && p1.engine == "rules")
@@ -99,13 +97,11 @@ import Testing
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
         defer { vision.stop() }
-        let folder = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data("""
-        {"id": "d1", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T21:50:00Z"}
-        {"id": "d2", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T17:00:00Z"}
-        {"id": "d3", "userId": "u", "text": "can you call the bank by 5pm"}
-        """.utf8).write(to: folder.appendingPathComponent("d.jsonl"))
+        try root.writeQueue("d.jsonl", [
+            #"{"id": "d1", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T21:50:00Z"}"#,
+            #"{"id": "d2", "userId": "u", "text": "can you call the bank by 5pm", "sentAt": "2026-11-25T17:00:00Z"}"#,
+            #"{"id": "d3", "userId": "u", "text": "can you call the bank by 5pm"}"#,
+        ])
         let store = try await runOnce(root, server: vision) { config in config.priority.timeZone = "America/New_York" }
         let d1 = try #require(try await store.item("d1")?.priority)
         #expect(d1.priority == "high" && d1.urgencyIndicators.contains("deadline: by 5pm, 10 min after it was sent"), "\(d1)")

@@ -18,9 +18,7 @@ import Testing
     }
 
     func writeQueue(_ root: TemporaryDataRoot, _ lines: [String]) throws {
-        let folder = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent("chat.jsonl"))
+        try root.writeQueue("chat.jsonl", lines)
     }
 
     func classify(_ server: FakeModerationServer, attempts: Int = 2) -> (inout PipelineConfig) -> Void {

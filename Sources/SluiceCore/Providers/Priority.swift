@@ -53,6 +53,11 @@ extension PriorityEngine {
     public func score(_ text: String, context: String?, sentAt: Date) async -> PriorityVerdict {
         await score(text, context: context)
     }
+
+    /// As sent at `sentAt` when it is known, on the words alone when it is not.
+    public func score(_ text: String, context: String?, sentAt: Date?) async -> PriorityVerdict {
+        if let sentAt { await score(text, context: context, sentAt: sentAt) } else { await score(text, context: context) }
+    }
 }
 
 extension TimeZone {

@@ -10,8 +10,6 @@ struct PrioritiseStage: Stage {
     func run(_ filtered: Filtered, context: StageContext) async -> StageOutcome<Prioritised> {
         guard context.runs(name) else { return .proceed(Prioritised(filtered: filtered, priority: nil)) }
         let message = filtered.message.content
-        let priority = if let sentAt = message.sentAt { await engine.score(message.text, context: message.context, sentAt: sentAt) }
-            else { await engine.score(message.text, context: message.context) }
-        return .proceed(Prioritised(filtered: filtered, priority: priority))
+        return .proceed(Prioritised(filtered: filtered, priority: await engine.score(message.text, context: message.context, sentAt: message.sentAt)))
     }
 }
