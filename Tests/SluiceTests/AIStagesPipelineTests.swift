@@ -125,6 +125,17 @@ import Testing
         #expect(object["priority"] as? String == "high")
         #expect(object["isUrgent"] as? Bool == true)
         #expect((object["urgencyIndicators"] as? [String])?.contains("emergency: call an ambulance") == true)
+        // --sent-at: a date-time with a zone, or "now"; anything else is refused, naming it.
+        for (value, shown) in [("yesterday", "--sent-at \"yesterday\" is not an ISO 8601 date-time"),
+                               ("2026-11-25T16:50:00", "--sent-at \"2026-11-25T16:50:00\" is not an ISO 8601 date-time")] {
+            let refused = try await shell(TestEnvironment.sluiceBinary, ["priority", "x", "--sent-at", value, "--config", config.path])
+            #expect(refused.status == 64 && refused.stderr.contains(shown), "\(refused.stderr)")
+        }
+        let withLabelled = try await shell(TestEnvironment.sluiceBinary, ["priority", "--labelled", config.path, "--sent-at", "now", "--config", config.path])
+        #expect(withLabelled.status == 64 && withLabelled.stderr.contains("--sent-at goes with a message, not with --labelled"))
+        let sent = try await shell(TestEnvironment.sluiceBinary, ["priority", "call the bank by 5pm pls", "--sent-at", "2026-11-25T16:50:00Z",
+                                                                  "--json", "--config", config.path])
+        #expect(sent.status == 0, "\(sent.stderr)")
         for key in ["priority", "urgencyScore", "isUrgent", "reason", "urgencyIndicators", "confidence", "timeframe", "category",
                     "recommendedAction"] { #expect(object[key] != nil, "\(key)") }
         #expect(object["category"] as? String == "health")
