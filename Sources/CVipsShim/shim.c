@@ -39,8 +39,29 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
     return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
 }
 
+/* What vips_thumbnail_image(in, width, height, size down) makes of a 3-band 8-bit image without an ICC profile
+ * that is less than four times too large, made with sluice_reduceh_lanczos3 for its horizontal step: for such
+ * a reduction vips_thumbnail scales both axes by the larger ratio with vips_reducev then vips_reduceh
+ * (Lanczos3), then turns the result upright by its EXIF orientation (larger ones begin with a box shrink).
+ * Anything else goes to vips_thumbnail_image itself. */
+static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height) {
+    const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
+    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || shrink <= 1.0 || shrink >= 4.0)
+        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+    VipsImage *vertical = NULL, *vertical_memory = NULL, *reduced = NULL;
+    int result = -1;
+    if (!vips_reducev(in, &vertical, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
+        && (vertical_memory = vips_image_copy_memory(vertical))
+        && !sluice_reduceh_lanczos3(vertical_memory, &reduced, shrink))
+        result = vips_autorot(reduced, out, NULL);
+    if (vertical) g_object_unref(vertical);
+    if (vertical_memory) g_object_unref(vertical_memory);
+    if (reduced) g_object_unref(reduced);
+    return result;
+}
+
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile, int jpeg_shrink) {
+                                 const char *loader_options, int has_icc_profile, int jpeg_shrink, int libvips_reduction) {
     /* Only an embedded profile needs the (costly, per-pixel) ICC transform; without one the pixels are
      * taken as sRGB already and anything else is converted by sluice_vips_to_srgb afterwards. */
     const char *profile = has_icc_profile ? "srgb" : NULL;
@@ -54,7 +75,8 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
         if (!loaded) return -1;
         int result = profile
             ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, "export_profile", profile, NULL)
-            : vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+            : libvips_reduction ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL)
+            : sluice_fit_lanczos3(loaded, out, width, height);
         g_object_unref(loaded);
         return result;
     }
@@ -72,8 +94,9 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
                                  NULL);
 }
 
-int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height) {
-    return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, int libvips_reduction) {
+    return libvips_reduction ? vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL)
+                             : sluice_fit_lanczos3(in, out, width, height);
 }
 
 int sluice_vips_flatten_white(VipsImage *in, VipsImage **out) {

@@ -15,12 +15,20 @@ public struct VipsImageProcessor: ImageProcessor {
     }()
 
     public let maxMetadataBytes: Int
+    /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one (the same pixels,
+    /// slower): how tests check that they are the same.
+    let libvipsReduction: Bool
 
     public init(maxPixels: Int, failOn: FailOn = .warning, maxMetadataBytes: Int = 256 * 1024) throws(ImagingError) {
+        try self.init(maxPixels: maxPixels, failOn: failOn, maxMetadataBytes: maxMetadataBytes, libvipsReduction: false)
+    }
+
+    init(maxPixels: Int, failOn: FailOn, maxMetadataBytes: Int, libvipsReduction: Bool) throws(ImagingError) {
         try Self.initialisation.get()
         self.maxPixels = maxPixels
         self.failOn = failOn
         self.maxMetadataBytes = maxMetadataBytes
+        self.libvipsReduction = libvipsReduction
     }
 
     public func sniff(_ data: Data) throws(ImagingError) -> ImageFormat {
@@ -130,7 +138,7 @@ public struct VipsImageProcessor: ImageProcessor {
                                                             maxSide: options.maxSide) : 1
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
                                            Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
-                                           sluice_vips_has_icc(header), Int32(jpegShrink)) == 0, let decoded
+                                           sluice_vips_has_icc(header), Int32(jpegShrink), libvipsReduction ? 1 : 0) == 0, let decoded
         else { throw decodeError(format) }
         var current = decoded
         var handedOver = false
@@ -208,7 +216,7 @@ public struct VipsImageProcessor: ImageProcessor {
     /// Fits `side`×`side` (never enlarges), rendered into memory so it can feed more than one consumer.
     private func resized(_ image: UnsafeMutablePointer<VipsImage>, side: Int) throws(ImagingError) -> UnsafeMutablePointer<VipsImage> {
         var resized: UnsafeMutablePointer<VipsImage>?
-        guard sluice_vips_thumbnail_image(image, &resized, Int32(side), Int32(side)) == 0, let resized else {
+        guard sluice_vips_thumbnail_image(image, &resized, Int32(side), Int32(side), libvipsReduction ? 1 : 0) == 0, let resized else {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         defer { sluice_vips_unref(resized) }

@@ -1,0 +1,152 @@
+#include "shim.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A horizontal Lanczos3 reduction of 8-bit images that gives the same pixels as libvips 8.14's
+ * vips_reduceh(kernel = lanczos3), several times faster: libvips runs it as a scalar loop over a run-time
+ * number of taps and bands, and it was the largest single cost of making a 1920 px copy of a phone photo.
+ * Here the taps and bands are compile-time constants for the cases the image path meets (3 bands, 7 to 25
+ * taps: a reduction by less than 4), so the compiler unrolls them; anything else goes to vips_reduceh.
+ *
+ * The arithmetic is libvips': a table of 65 masks for sub-pixel offsets in 1/64ths, each the Lanczos3
+ * window over `taps` points scaled by the shrink, normalised to sum 1 and truncated to 12-bit fixed point;
+ * output pixel x is centred on input (x + 0.5) * shrink - 0.5, moved by half the pixels the rounded
+ * output width invents or drops; edge pixels are repeated. tests (ImagePipelineTests) compare the outputs
+ * with libvips' own on the fixtures. */
+
+enum { FIXED_SHIFT = 12, FIXED_ONE = 1 << FIXED_SHIFT, SUBPIXELS = 64, MAX_TAPS = 64 };
+
+static double sinc(double x) {
+    if (x == 0.0) return 1.0;
+    x *= M_PI;
+    return sin(x) / x;
+}
+
+static double lanczos3(double x) {
+    return (x >= -3 && x <= 3) ? sinc(x) * sinc(x / 3) : 0.0;
+}
+
+static int lanczos3_taps(double shrink) {
+    return 2 * (int) rint(3 * shrink) + 1;
+}
+
+static inline unsigned char fixed_to_pel(int sum) {
+    sum = (sum + (FIXED_ONE >> 1)) >> FIXED_SHIFT;
+    return sum < 0 ? 0 : sum > 255 ? 255 : (unsigned char) sum;
+}
+
+/* One row, pixels [from, to) whose taps all lie inside the row. */
+#define REDUCE_ROW(TAPS, BANDS)                                                                             \
+    static void reduce_row_##TAPS##_##BANDS(const unsigned char *row, unsigned char *out, int from, int to,   \
+                                            const int *first, const int *weights) {                           \
+        for (int x = from; x < to; x++) {                                                                    \
+            const unsigned char *p = row + (size_t) first[x] * BANDS;                                        \
+            const int *w = weights + (size_t) x * TAPS;                                                      \
+            int sum[BANDS] = {0};                                                                            \
+            for (int i = 0; i < TAPS; i++)                                                                   \
+                for (int z = 0; z < BANDS; z++) sum[z] += w[i] * p[i * BANDS + z];                           \
+            for (int z = 0; z < BANDS; z++) out[(size_t) x * BANDS + z] = fixed_to_pel(sum[z]);              \
+        }                                                                                                    \
+    }
+REDUCE_ROW(7, 3) REDUCE_ROW(9, 3) REDUCE_ROW(11, 3) REDUCE_ROW(13, 3) REDUCE_ROW(15, 3)
+REDUCE_ROW(17, 3) REDUCE_ROW(19, 3) REDUCE_ROW(21, 3) REDUCE_ROW(23, 3) REDUCE_ROW(25, 3)
+
+typedef void (*ReduceRow)(const unsigned char *, unsigned char *, int, int, const int *, const int *);
+
+static ReduceRow unrolled_row(int taps) {
+    switch (taps) {
+    case 7: return reduce_row_7_3;
+    case 9: return reduce_row_9_3;
+    case 11: return reduce_row_11_3;
+    case 13: return reduce_row_13_3;
+    case 15: return reduce_row_15_3;
+    case 17: return reduce_row_17_3;
+    case 19: return reduce_row_19_3;
+    case 21: return reduce_row_21_3;
+    case 23: return reduce_row_23_3;
+    case 25: return reduce_row_25_3;
+    default: return NULL;
+    }
+}
+
+/* Pixels near the edges: edge pixels repeated. */
+static void reduce_pixel_clamped(const unsigned char *row, unsigned char *out, int width, int bands, int taps,
+                                 int first, const int *w) {
+    for (int z = 0; z < bands; z++) {
+        int sum = 0;
+        for (int i = 0; i < taps; i++) {
+            int p = first + i;
+            p = p < 0 ? 0 : p >= width ? width - 1 : p;
+            sum += w[i] * row[(size_t) p * bands + z];
+        }
+        out[z] = fixed_to_pel(sum);
+    }
+}
+
+int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
+    const int taps = lanczos3_taps(shrink);
+    const ReduceRow row_fn = unrolled_row(taps);
+    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Coding != VIPS_CODING_NONE || in->Bands != 3 || shrink < 1.0 || !row_fn)
+        return vips_reduceh(in, out, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+    if (vips_image_wio_input(in)) return -1;
+    const int width = in->Xsize, height = in->Ysize, bands = 3;
+    const int out_width = (int) (width / shrink + 0.5);
+    if (out_width <= 0) {
+        vips_error("sluice_reduceh_lanczos3", "image has shrunk to nothing");
+        return -1;
+    }
+    VipsImage *result = vips_image_new_memory();
+    if (vips_image_pipelinev(result, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL)) {
+        g_object_unref(result);
+        return -1;
+    }
+    result->Xsize = out_width;
+    if (vips_image_write_prepare(result)) {
+        g_object_unref(result);
+        return -1;
+    }
+
+    /* The masks, then each output pixel's first tap and its mask. */
+    int masks[SUBPIXELS + 1][MAX_TAPS];
+    for (int t = 0; t <= SUBPIXELS; t++) {
+        double c[MAX_TAPS], sum = 0;
+        const double half = (double) t / SUBPIXELS + taps / 2.0 - 1;
+        for (int i = 0; i < taps; i++) {
+            c[i] = lanczos3((i - half) / shrink);
+            sum += c[i];
+        }
+        for (int i = 0; i < taps; i++) masks[t][i] = (int) (c[i] / sum * FIXED_ONE);
+    }
+    int *first = g_new(int, out_width);
+    int *weights = g_new(int, (size_t) out_width * taps);
+    /* Positions are taken relative to a left margin of `taps` pixels, as libvips' embedded input, so the
+     * truncations below round the same way. */
+    const int margin = taps, lead = (taps + 1) / 2 - 1;
+    const double offset = 0.5 - (out_width * shrink - width) / 2.0 + margin;
+    int inside_from = out_width, inside_to = 0;
+    for (int x = 0; x < out_width; x++) {
+        const double position = (x + 0.5) * shrink - 0.5 + offset;
+        const int sub = (((int) (position * SUBPIXELS * 2)) & (SUBPIXELS * 2 - 1));
+        first[x] = (int) position - margin - lead;
+        memcpy(weights + (size_t) x * taps, masks[(sub + 1) >> 1], sizeof(int) * taps);
+        if (first[x] >= 0 && first[x] + taps <= width) {
+            if (x < inside_from) inside_from = x;
+            inside_to = x + 1;
+        }
+    }
+    const size_t in_stride = VIPS_IMAGE_SIZEOF_LINE(in), out_stride = VIPS_IMAGE_SIZEOF_LINE(result);
+    for (int y = 0; y < height; y++) {
+        const unsigned char *row = VIPS_IMAGE_ADDR(in, 0, 0) + in_stride * y;
+        unsigned char *q = VIPS_IMAGE_ADDR(result, 0, 0) + out_stride * y;
+        if (inside_from < inside_to) row_fn(row, q, inside_from, inside_to, first, weights);
+        for (int x = 0; x < out_width; x++) {
+            if (x >= inside_from && x < inside_to) continue;
+            reduce_pixel_clamped(row, q + (size_t) x * bands, width, bands, taps, first[x], weights + (size_t) x * taps);
+        }
+    }
+    g_free(first);
+    g_free(weights);
+    *out = result;
+    return 0;
+}
