@@ -52,6 +52,39 @@ static inline unsigned char fixed_to_pel(int sum) {
 REDUCE_ROW(7, 3) REDUCE_ROW(9, 3) REDUCE_ROW(11, 3) REDUCE_ROW(13, 3) REDUCE_ROW(15, 3)
 REDUCE_ROW(17, 3) REDUCE_ROW(19, 3) REDUCE_ROW(21, 3) REDUCE_ROW(23, 3) REDUCE_ROW(25, 3)
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Seven taps, three bands with SSSE3: the 21 bytes a pixel reads are split into one 16-bit lane per tap for
+ * each band (pshufb), multiplied by the taps' weights and summed in pairs (pmaddwd), then across (phaddd): the
+ * same integer sums as the scalar row, about three times faster. Reads 24 bytes from a pixel's first tap, so
+ * it is used only where those lie inside the row. */
+__attribute__((target("ssse3")))
+static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, int from, int to,
+                                 const int *first, const short *weights) {
+    const __m128i red_low = _mm_setr_epi8(0, -1, 3, -1, 6, -1, 9, -1, 12, -1, 15, -1, -1, -1, -1, -1);
+    const __m128i red_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1);
+    const __m128i green_low = _mm_setr_epi8(1, -1, 4, -1, 7, -1, 10, -1, 13, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i green_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 3, -1, -1, -1);
+    const __m128i blue_low = _mm_setr_epi8(2, -1, 5, -1, 8, -1, 11, -1, 14, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i blue_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, -1, 4, -1, -1, -1);
+    const __m128i half = _mm_set1_epi32(FIXED_ONE >> 1);
+    for (int x = from; x < to; x++) {
+        const unsigned char *p = row + (size_t) first[x] * 3;
+        const __m128i low = _mm_loadu_si128((const __m128i *) p);
+        const __m128i high = _mm_loadl_epi64((const __m128i *) (p + 16));
+        const __m128i w = _mm_loadu_si128((const __m128i *) (weights + (size_t) x * 8));
+        const __m128i red = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, red_low), _mm_shuffle_epi8(high, red_high)), w);
+        const __m128i green = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, green_low), _mm_shuffle_epi8(high, green_high)), w);
+        const __m128i blue = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, blue_low), _mm_shuffle_epi8(high, blue_high)), w);
+        __m128i sums = _mm_hadd_epi32(_mm_hadd_epi32(red, green), _mm_hadd_epi32(blue, blue));
+        sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
+        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
+        memcpy(out + (size_t) x * 3, &packed, 3);
+    }
+}
+#endif
+
 typedef void (*ReduceRow)(const unsigned char *, unsigned char *, int, int, const int *, const int *);
 
 static ReduceRow unrolled_row(int taps) {
@@ -136,9 +169,29 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
         }
     }
     const size_t in_stride = VIPS_IMAGE_SIZEOF_LINE(in), out_stride = VIPS_IMAGE_SIZEOF_LINE(result);
+#if defined(__x86_64__)
+    /* The SSSE3 row: seven taps, weights as 16-bit lanes (eight per pixel, the last 0), and pixels whose 24
+     * bytes from the first tap lie inside the row; the scalar row does the others. */
+    short *weights16 = NULL;
+    int vector_from = 0, vector_to = 0;
+    if (taps == 7 && __builtin_cpu_supports("ssse3")) {
+        weights16 = g_new0(short, (size_t) out_width * 8);
+        for (int x = 0; x < out_width; x++)
+            for (int i = 0; i < taps; i++) weights16[(size_t) x * 8 + i] = (short) weights[(size_t) x * taps + i];
+        vector_from = inside_from;
+        vector_to = inside_to;
+        while (vector_to > vector_from && first[vector_to - 1] + 8 > width) vector_to--;
+    }
+#endif
     for (int y = 0; y < height; y++) {
         const unsigned char *row = VIPS_IMAGE_ADDR(in, 0, 0) + in_stride * y;
         unsigned char *q = VIPS_IMAGE_ADDR(result, 0, 0) + out_stride * y;
+#if defined(__x86_64__)
+        if (weights16 && vector_from < vector_to) {
+            reduce_row_7_3_ssse3(row, q, vector_from, vector_to, first, weights16);
+            if (vector_to < inside_to) row_fn(row, q, vector_to, inside_to, first, weights);
+        } else
+#endif
         if (inside_from < inside_to) row_fn(row, q, inside_from, inside_to, first, weights);
         for (int x = 0; x < out_width; x++) {
             if (x >= inside_from && x < inside_to) continue;
@@ -147,6 +200,9 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
     }
     g_free(first);
     g_free(weights);
+#if defined(__x86_64__)
+    g_free(weights16);
+#endif
     *out = result;
     return 0;
 }
