@@ -7,7 +7,8 @@
  * vips_reduceh(kernel = lanczos3), several times faster: libvips runs it as a scalar loop over a run-time
  * number of taps and bands, and it was the largest single cost of making a 1920 px copy of a phone photo.
  * Here the taps and bands are compile-time constants for the cases the image path meets (3 bands, 7 to 25
- * taps: a reduction by less than 4), so the compiler unrolls them; anything else goes to vips_reduceh.
+ * taps: a reduction by less than 4), so the compiler unrolls them, and on x86-64 with SSSE3 the taps are
+ * summed in 16-bit lanes instead; anything else goes to vips_reduceh.
  *
  * The arithmetic is libvips': a table of 65 masks for sub-pixel offsets in 1/64ths, each the Lanczos3
  * window over `taps` points scaled by the shrink, normalised to sum 1 and truncated to 12-bit fixed point;
@@ -78,6 +79,29 @@ static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, i
         const __m128i green = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, green_low), _mm_shuffle_epi8(high, green_high)), w);
         const __m128i blue = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, blue_low), _mm_shuffle_epi8(high, blue_high)), w);
         __m128i sums = _mm_hadd_epi32(_mm_hadd_epi32(red, green), _mm_hadd_epi32(blue, blue));
+        sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
+        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
+        memcpy(out + (size_t) x * 3, &packed, 3);
+    }
+}
+
+/* Any odd number of taps, three bands, with SSSE3: taps go two at a time, their six bytes spread into 16-bit
+ * lanes (r, r', g, g', b, b') and multiplied by the pair's weights with pmaddwd, giving r, g and b partial sums
+ * in 32-bit lanes. `pairs` holds each pixel's weights as (w0, w1) × 4, (w2, w3) × 4, …, the last pair's second
+ * weight 0. Reads 8 bytes from each pair's first tap, so it is used only where those lie inside the row. */
+__attribute__((target("ssse3")))
+static void reduce_row_pairs_3_ssse3(const unsigned char *row, unsigned char *out, int from, int to,
+                                     const int *first, const short *pairs, int pair_count) {
+    const __m128i spread = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+    const __m128i half = _mm_set1_epi32(FIXED_ONE >> 1);
+    for (int x = from; x < to; x++) {
+        const unsigned char *p = row + (size_t) first[x] * 3;
+        const __m128i *w = (const __m128i *) (pairs + (size_t) x * pair_count * 8);
+        __m128i sums = _mm_setzero_si128();
+        for (int k = 0; k < pair_count; k++) {
+            const __m128i two = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *) (p + k * 6)), spread);
+            sums = _mm_add_epi32(sums, _mm_madd_epi16(two, _mm_loadu_si128(w + k)));
+        }
         sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
         const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
         memcpy(out + (size_t) x * 3, &packed, 3);
@@ -173,14 +197,34 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
     /* The SSSE3 row: seven taps, weights as 16-bit lanes (eight per pixel, the last 0), and pixels whose 24
      * bytes from the first tap lie inside the row; the scalar row does the others. */
     short *weights16 = NULL;
+    const int pair_count = (taps + 1) / 2;
     int vector_from = 0, vector_to = 0;
-    if (taps == 7 && __builtin_cpu_supports("ssse3")) {
-        weights16 = g_new0(short, (size_t) out_width * 8);
-        for (int x = 0; x < out_width; x++)
-            for (int i = 0; i < taps; i++) weights16[(size_t) x * 8 + i] = (short) weights[(size_t) x * taps + i];
+    if (__builtin_cpu_supports("ssse3")) {
+        if (taps == 7) {
+            weights16 = g_new0(short, (size_t) out_width * 8);
+            for (int x = 0; x < out_width; x++)
+                for (int i = 0; i < taps; i++) weights16[(size_t) x * 8 + i] = (short) weights[(size_t) x * taps + i];
+        } else {
+            weights16 = g_new0(short, (size_t) out_width * pair_count * 8);
+            for (int x = 0; x < out_width; x++)
+                for (int i = 0; i < taps; i++)
+                    for (int lane = 0; lane < 4; lane++)
+                        weights16[((size_t) x * pair_count + i / 2) * 8 + lane * 2 + i % 2] = (short) weights[(size_t) x * taps + i];
+        }
+        /* Lanczos3 weights stay well inside 16 bits (the largest is about 1.1 × 4096); should one not, the
+         * unrolled rows do it all. */
+        for (size_t i = 0; i < (size_t) out_width * taps; i++)
+            if (weights[i] > 32767 || weights[i] < -32768) {
+                g_free(weights16);
+                weights16 = NULL;
+                break;
+            }
+        /* Both read whole 8-byte words past the last tap: 8 pixels from the first (7 taps), or up to 2 bytes
+         * past the last pair. */
+        const int reach = taps == 7 ? 8 : pair_count * 2 + 1;
         vector_from = inside_from;
         vector_to = inside_to;
-        while (vector_to > vector_from && first[vector_to - 1] + 8 > width) vector_to--;
+        while (vector_to > vector_from && first[vector_to - 1] + reach > width) vector_to--;
     }
 #endif
     for (int y = 0; y < height; y++) {
@@ -188,15 +232,18 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
         unsigned char *q = VIPS_IMAGE_ADDR(result, 0, 0) + out_stride * y;
 #if defined(__x86_64__)
         if (weights16 && vector_from < vector_to) {
-            reduce_row_7_3_ssse3(row, q, vector_from, vector_to, first, weights16);
+            if (taps == 7) reduce_row_7_3_ssse3(row, q, vector_from, vector_to, first, weights16);
+            else reduce_row_pairs_3_ssse3(row, q, vector_from, vector_to, first, weights16, pair_count);
             if (vector_to < inside_to) row_fn(row, q, vector_to, inside_to, first, weights);
         } else
 #endif
         if (inside_from < inside_to) row_fn(row, q, inside_from, inside_to, first, weights);
-        for (int x = 0; x < out_width; x++) {
-            if (x >= inside_from && x < inside_to) continue;
+        /* Edge pixels: those before the first and after the last whose taps all lie inside. */
+        const int edge_to = inside_from < inside_to ? inside_from : out_width;
+        for (int x = 0; x < edge_to; x++)
             reduce_pixel_clamped(row, q + (size_t) x * bands, width, bands, taps, first[x], weights + (size_t) x * taps);
-        }
+        for (int x = inside_from < inside_to ? inside_to : out_width; x < out_width; x++)
+            reduce_pixel_clamped(row, q + (size_t) x * bands, width, bands, taps, first[x], weights + (size_t) x * taps);
     }
     g_free(first);
     g_free(weights);
