@@ -39,15 +39,15 @@ static inline unsigned char fixed_to_pel(int sum) {
 
 /* One row, pixels [from, to) whose taps all lie inside the row. */
 #define REDUCE_ROW(TAPS, BANDS)                                                                             \
-    static void reduce_row_##TAPS##_##BANDS(const unsigned char *row, unsigned char *out, int from, int to,   \
-                                            const int *first, const int *weights) {                           \
+    static void reduce_row_##TAPS##_##BANDS(const unsigned char *row, unsigned char *out, ptrdiff_t step,    \
+                                            int from, int to, const int *first, const int *weights) {         \
         for (int x = from; x < to; x++) {                                                                    \
             const unsigned char *p = row + (size_t) first[x] * BANDS;                                        \
             const int *w = weights + (size_t) x * TAPS;                                                      \
             int sum[BANDS] = {0};                                                                            \
             for (int i = 0; i < TAPS; i++)                                                                   \
                 for (int z = 0; z < BANDS; z++) sum[z] += w[i] * p[i * BANDS + z];                           \
-            for (int z = 0; z < BANDS; z++) out[(size_t) x * BANDS + z] = fixed_to_pel(sum[z]);              \
+            for (int z = 0; z < BANDS; z++) out[x * step + z] = fixed_to_pel(sum[z]);                        \
         }                                                                                                    \
     }
 REDUCE_ROW(7, 3) REDUCE_ROW(9, 3) REDUCE_ROW(11, 3) REDUCE_ROW(13, 3) REDUCE_ROW(15, 3)
@@ -61,7 +61,7 @@ REDUCE_ROW(17, 3) REDUCE_ROW(19, 3) REDUCE_ROW(21, 3) REDUCE_ROW(23, 3) REDUCE_R
  * same integer sums as the scalar row, about three times faster. Reads 24 bytes from a pixel's first tap, so
  * it is used only where those lie inside the row. */
 __attribute__((target("ssse3")))
-static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, int from, int to,
+static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, ptrdiff_t step, int from, int to,
                                  const int *first, const short *weights) {
     const __m128i red_low = _mm_setr_epi8(0, -1, 3, -1, 6, -1, 9, -1, 12, -1, 15, -1, -1, -1, -1, -1);
     const __m128i red_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1);
@@ -81,7 +81,7 @@ static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, i
         __m128i sums = _mm_hadd_epi32(_mm_hadd_epi32(red, green), _mm_hadd_epi32(blue, blue));
         sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
         const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
-        memcpy(out + (size_t) x * 3, &packed, 3);
+        memcpy(out + x * step, &packed, 3);
     }
 }
 
@@ -90,7 +90,7 @@ static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, i
  * in 32-bit lanes. `pairs` holds each pixel's weights as (w0, w1) × 4, (w2, w3) × 4, …, the last pair's second
  * weight 0. Reads 8 bytes from each pair's first tap, so it is used only where those lie inside the row. */
 __attribute__((target("ssse3")))
-static void reduce_row_pairs_3_ssse3(const unsigned char *row, unsigned char *out, int from, int to,
+static void reduce_row_pairs_3_ssse3(const unsigned char *row, unsigned char *out, ptrdiff_t step, int from, int to,
                                      const int *first, const short *pairs, int pair_count) {
     const __m128i spread = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
     const __m128i half = _mm_set1_epi32(FIXED_ONE >> 1);
@@ -104,12 +104,12 @@ static void reduce_row_pairs_3_ssse3(const unsigned char *row, unsigned char *ou
         }
         sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
         const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
-        memcpy(out + (size_t) x * 3, &packed, 3);
+        memcpy(out + x * step, &packed, 3);
     }
 }
 #endif
 
-typedef void (*ReduceRow)(const unsigned char *, unsigned char *, int, int, const int *, const int *);
+typedef void (*ReduceRow)(const unsigned char *, unsigned char *, ptrdiff_t, int, int, const int *, const int *);
 
 static ReduceRow unrolled_row(int taps) {
     switch (taps) {
@@ -141,11 +141,34 @@ static void reduce_pixel_clamped(const unsigned char *row, unsigned char *out, i
     }
 }
 
-int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
+/* Where pixel (x, y) of the reduced image (width × height) goes in the upright one, for EXIF orientation 1-8:
+ * what vips_autorot does (turns of 90, 180 or 270 degrees, mirrors). */
+static void upright_position(int orientation, int x, int y, int width, int height, int *to_x, int *to_y) {
+    switch (orientation) {
+    case 2: *to_x = width - 1 - x; *to_y = y; break;
+    case 3: *to_x = width - 1 - x; *to_y = height - 1 - y; break;
+    case 4: *to_x = x; *to_y = height - 1 - y; break;
+    case 5: *to_x = y; *to_y = x; break;
+    case 6: *to_x = height - 1 - y; *to_y = x; break;
+    case 7: *to_x = height - 1 - y; *to_y = width - 1 - x; break;
+    case 8: *to_x = y; *to_y = width - 1 - x; break;
+    default: *to_x = x; *to_y = y; break;
+    }
+}
+
+/* The reduction, written straight into its upright place for `orientation` (1: as it is), so a photo's EXIF
+ * turn costs no pass of its own. */
+static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int orientation) {
     const int taps = lanczos3_taps(shrink);
     const ReduceRow row_fn = unrolled_row(taps);
-    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Coding != VIPS_CODING_NONE || in->Bands != 3 || shrink < 1.0 || !row_fn)
-        return vips_reduceh(in, out, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Coding != VIPS_CODING_NONE || in->Bands != 3 || shrink < 1.0 || !row_fn) {
+        if (orientation == 1) return vips_reduceh(in, out, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+        VipsImage *reduced = NULL;
+        if (vips_reduceh(in, &reduced, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)) return -1;
+        const int result = vips_autorot(reduced, out, NULL);
+        g_object_unref(reduced);
+        return result;
+    }
     if (vips_image_wio_input(in)) return -1;
     const int width = in->Xsize, height = in->Ysize, bands = 3;
     const int out_width = (int) (width / shrink + 0.5);
@@ -153,12 +176,20 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
         vips_error("sluice_reduceh_lanczos3", "image has shrunk to nothing");
         return -1;
     }
+    const gboolean turned = orientation >= 5 && orientation <= 8;
     VipsImage *result = vips_image_new_memory();
     if (vips_image_pipelinev(result, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL)) {
         g_object_unref(result);
         return -1;
     }
-    result->Xsize = out_width;
+    result->Xsize = turned ? height : out_width;
+    result->Ysize = turned ? out_width : height;
+    if (turned) {
+        const double xres = result->Xres;
+        result->Xres = result->Yres;
+        result->Yres = xres;
+    }
+    if (orientation != 1) vips_image_remove(result, VIPS_META_ORIENTATION);
     if (vips_image_write_prepare(result)) {
         g_object_unref(result);
         return -1;
@@ -227,23 +258,29 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
         while (vector_to > vector_from && first[vector_to - 1] + reach > width) vector_to--;
     }
 #endif
+    unsigned char *const pixels = VIPS_IMAGE_ADDR(result, 0, 0);
     for (int y = 0; y < height; y++) {
         const unsigned char *row = VIPS_IMAGE_ADDR(in, 0, 0) + in_stride * y;
-        unsigned char *q = VIPS_IMAGE_ADDR(result, 0, 0) + out_stride * y;
+        /* This row's pixel x goes to q + x * step in the upright image. */
+        int x0, y0, x1, y1;
+        upright_position(orientation, 0, y, out_width, height, &x0, &y0);
+        upright_position(orientation, 1, y, out_width, height, &x1, &y1);
+        unsigned char *q = pixels + (ptrdiff_t) out_stride * y0 + (ptrdiff_t) x0 * bands;
+        const ptrdiff_t step = (ptrdiff_t) out_stride * (y1 - y0) + (ptrdiff_t) (x1 - x0) * bands;
 #if defined(__x86_64__)
         if (weights16 && vector_from < vector_to) {
-            if (taps == 7) reduce_row_7_3_ssse3(row, q, vector_from, vector_to, first, weights16);
-            else reduce_row_pairs_3_ssse3(row, q, vector_from, vector_to, first, weights16, pair_count);
-            if (vector_to < inside_to) row_fn(row, q, vector_to, inside_to, first, weights);
+            if (taps == 7) reduce_row_7_3_ssse3(row, q, step, vector_from, vector_to, first, weights16);
+            else reduce_row_pairs_3_ssse3(row, q, step, vector_from, vector_to, first, weights16, pair_count);
+            if (vector_to < inside_to) row_fn(row, q, step, vector_to, inside_to, first, weights);
         } else
 #endif
-        if (inside_from < inside_to) row_fn(row, q, inside_from, inside_to, first, weights);
+        if (inside_from < inside_to) row_fn(row, q, step, inside_from, inside_to, first, weights);
         /* Edge pixels: those before the first and after the last whose taps all lie inside. */
         const int edge_to = inside_from < inside_to ? inside_from : out_width;
         for (int x = 0; x < edge_to; x++)
-            reduce_pixel_clamped(row, q + (size_t) x * bands, width, bands, taps, first[x], weights + (size_t) x * taps);
+            reduce_pixel_clamped(row, q + x * step, width, bands, taps, first[x], weights + (size_t) x * taps);
         for (int x = inside_from < inside_to ? inside_to : out_width; x < out_width; x++)
-            reduce_pixel_clamped(row, q + (size_t) x * bands, width, bands, taps, first[x], weights + (size_t) x * taps);
+            reduce_pixel_clamped(row, q + x * step, width, bands, taps, first[x], weights + (size_t) x * taps);
     }
     g_free(first);
     g_free(weights);
@@ -252,4 +289,15 @@ int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
 #endif
     *out = result;
     return 0;
+}
+
+int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
+    return reduceh_upright(in, out, shrink, 1);
+}
+
+int sluice_reduceh_lanczos3_upright(VipsImage *in, VipsImage **out, double shrink) {
+    int orientation = 1;
+    if (vips_image_get_typeof(in, VIPS_META_ORIENTATION) && vips_image_get_int(in, VIPS_META_ORIENTATION, &orientation))
+        return -1;
+    return reduceh_upright(in, out, shrink, orientation >= 1 && orientation <= 8 ? orientation : 1);
 }

@@ -42,7 +42,8 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
 /* What vips_thumbnail_image(in, width, height, size down) makes of a 3-band 8-bit image without an ICC profile
  * that is less than four times too large, made with sluice_reduceh_lanczos3 for its horizontal step: for such
  * a reduction vips_thumbnail scales both axes by the larger ratio with vips_reducev then vips_reduceh
- * (Lanczos3), then turns the result upright by its EXIF orientation (larger ones begin with a box shrink).
+ * (Lanczos3), then turns the result upright by its EXIF orientation (larger ones begin with a box shrink); the
+ * shim's reduction writes its pixels straight into their upright places.
  * Anything else goes to vips_thumbnail_image itself. */
 static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
@@ -52,8 +53,11 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
     int result = -1;
     if (!vips_reducev(in, &vertical, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
         && (vertical_memory = vips_image_copy_memory(vertical))
-        && !sluice_reduceh_lanczos3(vertical_memory, &reduced, shrink))
-        result = vips_autorot(reduced, out, NULL);
+        && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, shrink)) {
+        *out = reduced;
+        reduced = NULL;
+        result = 0;
+    }
     if (vertical) g_object_unref(vertical);
     if (vertical_memory) g_object_unref(vertical_memory);
     if (reduced) g_object_unref(reduced);

@@ -28,6 +28,10 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
  * (other images go to vips_reduceh). `in` is made a memory image first. Caller unrefs *out. */
 int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink);
 
+/* sluice_reduceh_lanczos3 then vips_autorot in one pass: the pixels are written where `in`'s EXIF orientation
+ * puts them upright; the result has no orientation tag. */
+int sluice_reduceh_lanczos3_upright(VipsImage *in, VipsImage **out, double shrink);
+
 /* Whether the image carries an embedded ICC profile. */
 int sluice_vips_has_icc(VipsImage *in);
 
