@@ -13,8 +13,8 @@
  * The arithmetic is libvips': a table of 65 masks for sub-pixel offsets in 1/64ths, each the Lanczos3
  * window over `taps` points scaled by the shrink, normalised to sum 1 and truncated to 12-bit fixed point;
  * output pixel x is centred on input (x + 0.5) * shrink - 0.5, moved by half the pixels the rounded
- * output width invents or drops; edge pixels are repeated. tests (ImagePipelineTests) compare the outputs
- * with libvips' own on the fixtures. */
+ * output width invents or drops; edge pixels are repeated. ImageReductionTests compares the outputs with
+ * libvips' own on the fixtures. */
 
 enum { FIXED_SHIFT = 12, FIXED_ONE = 1 << FIXED_SHIFT, SUBPIXELS = 64, MAX_TAPS = 64 };
 
@@ -289,10 +289,6 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
 #endif
     *out = result;
     return 0;
-}
-
-int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink) {
-    return reduceh_upright(in, out, shrink, 1);
 }
 
 int sluice_reduceh_lanczos3_upright(VipsImage *in, VipsImage **out, double shrink) {

@@ -40,7 +40,7 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
 }
 
 /* What vips_thumbnail_image(in, width, height, size down) makes of a 3-band 8-bit image without an ICC profile
- * that is less than four times too large, made with sluice_reduceh_lanczos3 for its horizontal step: for such
+ * that is less than four times too large, made with sluice_reduceh_lanczos3_upright for its horizontal step: for such
  * a reduction vips_thumbnail scales both axes by the larger ratio with vips_reducev then vips_reduceh
  * (Lanczos3), then turns the result upright by its EXIF orientation (larger ones begin with a box shrink); the
  * shim's reduction writes its pixels straight into their upright places.

@@ -19,24 +19,22 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len);
  * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". A JPEG with
  * `jpeg_shrink` 2, 4 or 8 (the caller picks the largest that leaves the long side at least `width`) is decoded
  * at that fraction by libjpeg, then fitted as vips_thumbnail_image would (an 8-bit image without a profile by
- * libvips' reducev and sluice_reduceh_lanczos3, the same pixels; `libvips_reduction` 1 keeps vips_thumbnail_image
+ * libvips' reducev and sluice_reduceh_lanczos3_upright, the same pixels; `libvips_reduction` 1 keeps vips_thumbnail_image
  * for it too, for comparison); 1 leaves it all to vips_thumbnail. */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
                                  const char *loader_options, int has_icc_profile, int jpeg_shrink, int libvips_reduction);
 
-/* vips_reduceh(in, shrink, kernel = lanczos3): the same pixels, unrolled for 8-bit images of 3 bands reduced by less than 4
- * (other images go to vips_reduceh). `in` is made a memory image first. Caller unrefs *out. */
-int sluice_reduceh_lanczos3(VipsImage *in, VipsImage **out, double shrink);
-
-/* sluice_reduceh_lanczos3 then vips_autorot in one pass: the pixels are written where `in`'s EXIF orientation
- * puts them upright; the result has no orientation tag. */
+/* vips_reduceh(in, shrink, kernel = lanczos3) then vips_autorot, in one pass and with the same pixels: unrolled
+ * (SSSE3 on x86-64) for 8-bit images of 3 bands reduced by less than 4, the pixels written where `in`'s EXIF
+ * orientation puts them upright; the result has no orientation tag. Other images go to libvips. `in` is made a
+ * memory image first. Caller unrefs *out. */
 int sluice_reduceh_lanczos3_upright(VipsImage *in, VipsImage **out, double shrink);
 
 /* Whether the image carries an embedded ICC profile. */
 int sluice_vips_has_icc(VipsImage *in);
 
 /* Resize an already decoded image to fit width x height (only ever down), as vips_thumbnail_image does, with
- * sluice_reduceh_lanczos3 where that gives the same pixels (`libvips_reduction` 1: vips_thumbnail_image alone). */
+ * sluice_reduceh_lanczos3_upright where that gives the same pixels (`libvips_reduction` 1: vips_thumbnail_image alone). */
 int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, int libvips_reduction);
 
 /* Flatten alpha onto white. */
