@@ -13,7 +13,7 @@
  * The arithmetic is libvips': a table of 65 masks for sub-pixel offsets in 1/64ths, each the Lanczos3
  * window over `taps` points scaled by the shrink, normalised to sum 1 and truncated to 12-bit fixed point;
  * output pixel x is centred on input (x + 0.5) * shrink - 0.5, moved by half the pixels the rounded
- * output width invents or drops; edge pixels are repeated. ImageReductionTests compares the outputs with
+ * output width invents or drops, stepped as libvips steps it; edge pixels are repeated. ImageReductionTests compares the outputs with
  * libvips' own on the fixtures. */
 
 enum { FIXED_SHIFT = 12, FIXED_ONE = 1 << FIXED_SHIFT, SUBPIXELS = 64, MAX_TAPS = 64 };
@@ -208,15 +208,15 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
     }
     int *first = g_new(int, out_width);
     int *weights = g_new(int, (size_t) out_width * taps);
-    /* Positions are taken relative to a left margin of `taps` pixels, as libvips' embedded input, so the
-     * truncations below round the same way. */
-    const int margin = taps, lead = (taps + 1) / 2 - 1;
-    const double offset = 0.5 - (out_width * shrink - width) / 2.0 + margin;
+    /* Positions as libvips steps them: from half a step in, moved back by half the pixels the rounded output
+     * width invents, then one `shrink` per pixel, added up (not multiplied out: the sums round differently,
+     * and the sub-pixel is read off them). Never negative, so the truncations round down. */
+    const int lead = (taps + 1) / 2 - 1;
+    double position = 0.5 * shrink - 0.5 - ((1 + (out_width * shrink - width)) / 2.0 - 1);
     int inside_from = out_width, inside_to = 0;
-    for (int x = 0; x < out_width; x++) {
-        const double position = (x + 0.5) * shrink - 0.5 + offset;
+    for (int x = 0; x < out_width; x++, position += shrink) {
         const int sub = (((int) (position * SUBPIXELS * 2)) & (SUBPIXELS * 2 - 1));
-        first[x] = (int) position - margin - lead;
+        first[x] = (int) position - lead;
         memcpy(weights + (size_t) x * taps, masks[(sub + 1) >> 1], sizeof(int) * taps);
         if (first[x] >= 0 && first[x] + taps <= width) {
             if (x < inside_from) inside_from = x;

@@ -49,11 +49,21 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
     if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || shrink <= 1.0 || shrink >= 4.0)
         return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+    /* As vips_thumbnail: no axis shrunk below one pixel, and vips_resize reduces by 1 / (1 / shrink), which can
+     * differ from shrink in its last bit (and so in the output's size and masks). */
+    const double hshrink = 1.0 / (1.0 / VIPS_MIN(shrink, (double) in->Xsize));
+    const double vshrink = 1.0 / (1.0 / VIPS_MIN(shrink, (double) in->Ysize));
+    /* vips_resize's gap of 2: reduceh and reducev box-shrink first when an axis's rounded size is 4 times
+     * smaller or more; leave those to libvips. */
+    const int out_width = VIPS_ROUND_UINT(in->Xsize / hshrink), out_height = VIPS_ROUND_UINT(in->Ysize / vshrink);
+    if (out_width < 1 || out_height < 1 || VIPS_FLOOR((double) in->Xsize / out_width / 2.0) > 1
+        || VIPS_FLOOR((double) in->Ysize / out_height / 2.0) > 1)
+        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
     VipsImage *vertical = NULL, *vertical_memory = NULL, *reduced = NULL;
     int result = -1;
-    if (!vips_reducev(in, &vertical, shrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
+    if (!vips_reducev(in, &vertical, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
         && (vertical_memory = vips_image_copy_memory(vertical))
-        && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, shrink)) {
+        && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, hshrink)) {
         *out = reduced;
         reduced = NULL;
         result = 0;
@@ -192,4 +202,26 @@ long sluice_inflated_size(const void *buf, size_t len, size_t limit) {
     inflateEnd(&stream);
     if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return -1;
     return (long) total;
+}
+
+int sluice_vips_pattern_jpeg(int width, int height, void **buf, size_t *len) {
+    VipsImage *base = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 11);
+    int result = -1;
+    /* Sharp edges, fine stripes and smooth ramps in each band, so every tap of a reduction matters. */
+    if (!vips_xyz(&t[0], width, height, NULL)
+        && !vips_extract_band(t[0], &t[1], 0, NULL) && !vips_extract_band(t[0], &t[2], 1, NULL)
+        && !vips_linear1(t[1], &t[3], 7.0, 0.0, NULL) && !vips_linear1(t[2], &t[4], 3.0, 0.0, NULL)
+        && !vips_add(t[3], t[4], &t[5], NULL) && !vips_remainder_const1(t[5], &t[6], 256, NULL)
+        && !vips_multiply(t[1], t[2], &t[7], NULL) && !vips_remainder_const1(t[7], &t[8], 251, NULL)
+        && !vips_eorimage(t[1], t[2], &t[9], NULL) && !vips_remainder_const1(t[9], &t[10], 256, NULL)) {
+        VipsImage *bands[3] = {t[6], t[8], t[10]};
+        VipsImage *joined = NULL, *pels = NULL;
+        if (!vips_bandjoin(bands, &joined, 3, NULL) && !vips_cast_uchar(joined, &pels, NULL))
+            result = vips_jpegsave_buffer(pels, buf, len, "Q", 90, NULL);
+        if (joined) g_object_unref(joined);
+        if (pels) g_object_unref(pels);
+    }
+    g_object_unref(base);
+    return result;
 }

@@ -106,6 +106,18 @@ public struct VipsImageProcessor: ImageProcessor {
         }
     }
 
+    /// A `width` × `height` JPEG of stripes, edges and ramps: tests fit photos of any size with it.
+    static func patternJPEG(width: Int, height: Int) throws(ImagingError) -> Data {
+        try initialisation.get()
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard sluice_vips_pattern_jpeg(Int32(width), Int32(height), &buffer, &length) == 0, let buffer else {
+            throw ImagingError(.internalError, "could not make a \(width)×\(height) pattern: \(lastError())")
+        }
+        defer { sluice_g_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+
     /// The PDQ hash of an 8-bit image held in memory.
     private static func fingerprint(of image: UnsafeMutablePointer<VipsImage>) -> PDQFingerprint? {
         guard let data = vips_image_get_data(image) else { return nil }
@@ -134,7 +146,8 @@ public struct VipsImageProcessor: ImageProcessor {
 
         // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
         var decoded: UnsafeMutablePointer<VipsImage>?
-        let jpegShrink = format == .jpeg ? Self.jpegShrink(longSide: max(Int(header.pointee.Xsize), Int(header.pointee.Ysize)),
+        let (width, height) = (Int(header.pointee.Xsize), Int(header.pointee.Ysize))
+        let jpegShrink = format == .jpeg ? Self.jpegShrink(longSide: max(width, height), shortSide: min(width, height),
                                                             maxSide: options.maxSide) : 1
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
                                            Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
@@ -163,9 +176,11 @@ public struct VipsImageProcessor: ImageProcessor {
     }
 
     /// The largest libjpeg DCT shrink (8, 4 or 2) that still leaves the long side at least `maxSide`, so the
-    /// Lanczos reduction after it only ever shrinks; 1 when the image is less than twice the target.
-    static func jpegShrink(longSide: Int, maxSide: Int) -> Int {
-        [8, 4, 2].first { longSide / $0 >= maxSide } ?? 1
+    /// Lanczos reduction after it only ever shrinks; 1 when the image is less than twice the target. Never more
+    /// than the short side: libvips 8.14's JPEG loader sizes a 1 px wide image shrunk by 2 as 0 px wide and
+    /// aborts the process on it (a 1×4000 upload stopped the daemon).
+    static func jpegShrink(longSide: Int, shortSide: Int, maxSide: Int) -> Int {
+        [8, 4, 2].first { longSide / $0 >= maxSide && shortSide >= $0 } ?? 1
     }
 
     // MARK: - Helpers

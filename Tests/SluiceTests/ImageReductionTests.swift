@@ -31,10 +31,38 @@ struct ImageReductionTests {
                 #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
                 #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
                 #expect(made.width == expected.width && made.height == expected.height, "\(name): size differs")
-                if VipsImageProcessor.jpegShrink(longSide: max(header.width, header.height), maxSide: maxSide) > 1 { fittedAtAFraction += 1 }
+                if VipsImageProcessor.jpegShrink(longSide: max(header.width, header.height), shortSide: min(header.width, header.height),
+                                                 maxSide: maxSide) > 1 { fittedAtAFraction += 1 }
             }
         }
         // The orientation set alone, at five sizes, is decoded at a fraction: the unrolled path really ran.
         #expect(fittedAtAFraction >= 90, "only \(fittedAtAFraction) images went through the shim's reduction")
+    }
+
+    /// Photo sizes the fixtures do not have, where libvips' stepping and rounding are easy to miss (found by a
+    /// review with random sizes): 3844×2882 (a 1922×1441 half-size decode fitted to 1920), 2810×2107 and
+    /// 2722×2041 (1 / (1 / shrink) is not shrink), 797×448 and 2556×852 fitted to 200 and 640 (libvips box-shrinks
+    /// first when an axis is 4 times smaller or more), one-pixel-wide and -high strips (a 1×4000 JPEG shrunk on
+    /// load aborted libvips, and the daemon with it), and assorted others.
+    @Test func shimReductionMatchesLibvipsOnAwkwardSizes() throws {
+        let unrolled = try VipsImageProcessor(maxPixels: 50_000_000)
+        let libvips = try VipsImageProcessor(maxPixels: 50_000_000, failOn: .warning, maxMetadataBytes: 256 * 1024, libvipsReduction: true)
+        let sizes = [(3844, 2882), (2810, 2107), (2722, 2041), (2834, 2125), (797, 448), (2556, 852), (1, 1920), (1920, 1),
+                     (1, 4000), (4000, 1), (3, 6000), (7, 9000),
+                     (3, 31), (2, 300), (451, 338), (251, 188), (1000, 750), (1333, 1000), (4032, 3024), (3000, 4000),
+                     (2048, 1536), (1200, 1200), (1921, 1080), (641, 427)]
+        let boxes = [(1920, 640, 200), (640, 200, 100), (300, 200, 64)]
+        for (width, height) in sizes {
+            let data = try VipsImageProcessor.patternJPEG(width: width, height: height)
+            for (maxSide, classifyMaxSide, thumbnailSize) in boxes {
+                let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
+                let expected = try libvips.process(data, format: .jpeg, options: options)
+                let made = try unrolled.process(data, format: .jpeg, options: options)
+                let name = "\(width)×\(height) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px"
+                #expect(made.approvedJPEG == expected.approvedJPEG, "\(name): approved copy differs")
+                #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
+                #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
+            }
+        }
     }
 }

@@ -52,6 +52,10 @@ int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len);
 /* A copy of libvips' error buffer (caller frees with g_free), and clears it. */
 char *sluice_vips_error_copy(void);
 
+/* A width × height 3-band JPEG of stripes, edges and ramps (tests fit photos of any size with it). Free *buf
+ * with g_free. */
+int sluice_vips_pattern_jpeg(int width, int height, void **buf, size_t *len);
+
 void sluice_vips_unref(VipsImage *image);
 void sluice_g_free(void *p);
 
