@@ -56,35 +56,6 @@ REDUCE_ROW(17, 3) REDUCE_ROW(19, 3) REDUCE_ROW(21, 3) REDUCE_ROW(23, 3) REDUCE_R
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* Seven taps, three bands with SSSE3: the 21 bytes a pixel reads are split into one 16-bit lane per tap for
- * each band (pshufb), multiplied by the taps' weights and summed in pairs (pmaddwd), then across (phaddd): the
- * same integer sums as the scalar row, about three times faster. Reads 24 bytes from a pixel's first tap, so
- * it is used only where those lie inside the row. */
-__attribute__((target("ssse3")))
-static void reduce_row_7_3_ssse3(const unsigned char *row, unsigned char *out, ptrdiff_t step, int from, int to,
-                                 const int *first, const short *weights) {
-    const __m128i red_low = _mm_setr_epi8(0, -1, 3, -1, 6, -1, 9, -1, 12, -1, 15, -1, -1, -1, -1, -1);
-    const __m128i red_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1);
-    const __m128i green_low = _mm_setr_epi8(1, -1, 4, -1, 7, -1, 10, -1, 13, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i green_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 3, -1, -1, -1);
-    const __m128i blue_low = _mm_setr_epi8(2, -1, 5, -1, 8, -1, 11, -1, 14, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i blue_high = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, -1, 4, -1, -1, -1);
-    const __m128i half = _mm_set1_epi32(FIXED_ONE >> 1);
-    for (int x = from; x < to; x++) {
-        const unsigned char *p = row + (size_t) first[x] * 3;
-        const __m128i low = _mm_loadu_si128((const __m128i *) p);
-        const __m128i high = _mm_loadl_epi64((const __m128i *) (p + 16));
-        const __m128i w = _mm_loadu_si128((const __m128i *) (weights + (size_t) x * 8));
-        const __m128i red = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, red_low), _mm_shuffle_epi8(high, red_high)), w);
-        const __m128i green = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, green_low), _mm_shuffle_epi8(high, green_high)), w);
-        const __m128i blue = _mm_madd_epi16(_mm_or_si128(_mm_shuffle_epi8(low, blue_low), _mm_shuffle_epi8(high, blue_high)), w);
-        __m128i sums = _mm_hadd_epi32(_mm_hadd_epi32(red, green), _mm_hadd_epi32(blue, blue));
-        sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
-        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
-        memcpy(out + x * step, &packed, 3);
-    }
-}
-
 /* Any odd number of taps, three bands, with SSSE3: taps go two at a time, their six bytes spread into 16-bit
  * lanes (r, r', g, g', b, b') and multiplied by the pair's weights with pmaddwd, giving r, g and b partial sums
  * in 32-bit lanes. `pairs` holds each pixel's weights as (w0, w1) × 4, (w2, w3) × 4, …, the last pair's second
@@ -225,23 +196,17 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
     }
     const size_t in_stride = VIPS_IMAGE_SIZEOF_LINE(in), out_stride = VIPS_IMAGE_SIZEOF_LINE(result);
 #if defined(__x86_64__)
-    /* The SSSE3 row: seven taps, weights as 16-bit lanes (eight per pixel, the last 0), and pixels whose 24
-     * bytes from the first tap lie inside the row; the scalar row does the others. */
+    /* The SSSE3 row: weights as 16-bit pairs, and pixels whose last pair's 8 bytes lie inside the row; the
+     * scalar row does the others. */
     short *weights16 = NULL;
     const int pair_count = (taps + 1) / 2;
     int vector_from = 0, vector_to = 0;
     if (__builtin_cpu_supports("ssse3")) {
-        if (taps == 7) {
-            weights16 = g_new0(short, (size_t) out_width * 8);
-            for (int x = 0; x < out_width; x++)
-                for (int i = 0; i < taps; i++) weights16[(size_t) x * 8 + i] = (short) weights[(size_t) x * taps + i];
-        } else {
-            weights16 = g_new0(short, (size_t) out_width * pair_count * 8);
-            for (int x = 0; x < out_width; x++)
-                for (int i = 0; i < taps; i++)
-                    for (int lane = 0; lane < 4; lane++)
-                        weights16[((size_t) x * pair_count + i / 2) * 8 + lane * 2 + i % 2] = (short) weights[(size_t) x * taps + i];
-        }
+        weights16 = g_new0(short, (size_t) out_width * pair_count * 8);
+        for (int x = 0; x < out_width; x++)
+            for (int i = 0; i < taps; i++)
+                for (int lane = 0; lane < 4; lane++)
+                    weights16[((size_t) x * pair_count + i / 2) * 8 + lane * 2 + i % 2] = (short) weights[(size_t) x * taps + i];
         /* Lanczos3 weights stay well inside 16 bits (the largest is about 1.1 × 4096); should one not, the
          * unrolled rows do it all. */
         for (size_t i = 0; i < (size_t) out_width * taps; i++)
@@ -250,9 +215,8 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
                 weights16 = NULL;
                 break;
             }
-        /* Both read whole 8-byte words past the last tap: 8 pixels from the first (7 taps), or up to 2 bytes
-         * past the last pair. */
-        const int reach = taps == 7 ? 8 : pair_count * 2 + 1;
+        /* The last pair's 8-byte load reaches up to 2 bytes past its taps. */
+        const int reach = pair_count * 2 + 1;
         vector_from = inside_from;
         vector_to = inside_to;
         while (vector_to > vector_from && first[vector_to - 1] + reach > width) vector_to--;
@@ -269,8 +233,7 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
         const ptrdiff_t step = (ptrdiff_t) out_stride * (y1 - y0) + (ptrdiff_t) (x1 - x0) * bands;
 #if defined(__x86_64__)
         if (weights16 && vector_from < vector_to) {
-            if (taps == 7) reduce_row_7_3_ssse3(row, q, step, vector_from, vector_to, first, weights16);
-            else reduce_row_pairs_3_ssse3(row, q, step, vector_from, vector_to, first, weights16, pair_count);
+            reduce_row_pairs_3_ssse3(row, q, step, vector_from, vector_to, first, weights16, pair_count);
             if (vector_to < inside_to) row_fn(row, q, step, vector_to, inside_to, first, weights);
         } else
 #endif
