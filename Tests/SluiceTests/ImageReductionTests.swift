@@ -9,12 +9,28 @@ import Testing
 /// thumbnail: the largest costs of the image path): every output must stay byte for byte what libvips'
 /// reduction makes, whatever the size, orientation and number of taps.
 struct ImageReductionTests {
+    let unrolled: VipsImageProcessor
+    let libvips: VipsImageProcessor
+
+    init() throws {
+        unrolled = try VipsImageProcessor(maxPixels: 50_000_000)
+        libvips = try VipsImageProcessor(maxPixels: 50_000_000, failOn: .warning, maxMetadataBytes: 256 * 1024, libvipsReduction: true)
+    }
+
+    /// Processes `data` with both reductions and expects the same approved, classifier and thumbnail JPEGs.
+    func expectSameOutputs(_ data: Data, options: ImageOptions, _ name: String) throws {
+        let expected = try libvips.process(data, format: .jpeg, options: options)
+        let made = try unrolled.process(data, format: .jpeg, options: options)
+        #expect(made.approvedJPEG == expected.approvedJPEG, "\(name): approved copy differs")
+        #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
+        #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
+        #expect(made.width == expected.width && made.height == expected.height, "\(name): size differs")
+    }
+
     /// 60 px (tiny inputs, mostly edge pixels), 240/250/300/400 px (13, 11, 9 and 7 taps on the 1800 px
     /// fixtures decoded at a quarter), 700 px (at half), 1920 px (decoded whole); classifier copies a third and
     /// a half of that (19 and 13 taps), thumbnails from them.
     @Test func shimReductionMakesTheSameBytesAsLibvips() throws {
-        let unrolled = try VipsImageProcessor(maxPixels: 50_000_000)
-        let libvips = try VipsImageProcessor(maxPixels: 50_000_000, failOn: .warning, maxMetadataBytes: 256 * 1024, libvipsReduction: true)
         let files = (TestEnvironment.fixtureFiles("images/orientation") + TestEnvironment.fixtureFiles("images/photos")
             + TestEnvironment.fixtureFiles("images/exif-edge")).filter { $0.pathExtension == "jpg" }
         #expect(files.count >= 30)
@@ -24,13 +40,7 @@ struct ImageReductionTests {
             for file in files {
                 let data = try Data(contentsOf: file)
                 guard let header = try? unrolled.header(data, format: .jpeg) else { continue }
-                let expected = try libvips.process(data, format: .jpeg, options: options)
-                let made = try unrolled.process(data, format: .jpeg, options: options)
-                let name = "\(file.lastPathComponent) at \(maxSide) px"
-                #expect(made.approvedJPEG == expected.approvedJPEG, "\(name): approved copy differs")
-                #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
-                #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
-                #expect(made.width == expected.width && made.height == expected.height, "\(name): size differs")
+                try expectSameOutputs(data, options: options, "\(file.lastPathComponent) at \(maxSide) px")
                 if VipsImageProcessor.jpegShrink(longSide: max(header.width, header.height), shortSide: min(header.width, header.height),
                                                  maxSide: maxSide) > 1 { fittedAtAFraction += 1 }
             }
@@ -45,8 +55,6 @@ struct ImageReductionTests {
     /// first when an axis is 4 times smaller or more), one-pixel-wide and -high strips (a 1×4000 JPEG shrunk on
     /// load aborted libvips, and the daemon with it), and assorted others.
     @Test func shimReductionMatchesLibvipsOnAwkwardSizes() throws {
-        let unrolled = try VipsImageProcessor(maxPixels: 50_000_000)
-        let libvips = try VipsImageProcessor(maxPixels: 50_000_000, failOn: .warning, maxMetadataBytes: 256 * 1024, libvipsReduction: true)
         let sizes = [(3844, 2882), (2810, 2107), (2722, 2041), (2834, 2125), (797, 448), (2556, 852), (1, 1920), (1920, 1),
                      (1, 4000), (4000, 1), (3, 6000), (7, 9000),
                      (3, 31), (2, 300), (451, 338), (251, 188), (1000, 750), (1333, 1000), (4032, 3024), (3000, 4000),
@@ -56,12 +64,7 @@ struct ImageReductionTests {
             let data = try VipsImageProcessor.patternJPEG(width: width, height: height)
             for (maxSide, classifyMaxSide, thumbnailSize) in boxes {
                 let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
-                let expected = try libvips.process(data, format: .jpeg, options: options)
-                let made = try unrolled.process(data, format: .jpeg, options: options)
-                let name = "\(width)×\(height) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px"
-                #expect(made.approvedJPEG == expected.approvedJPEG, "\(name): approved copy differs")
-                #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
-                #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
+                try expectSameOutputs(data, options: options, "\(width)×\(height) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px")
             }
         }
     }
