@@ -7,8 +7,8 @@
  * vips_reduceh(kernel = lanczos3), several times faster: libvips runs it as a scalar loop over a run-time
  * number of taps and bands, and it was the largest single cost of making a 1920 px copy of a phone photo.
  * Here the taps and bands are compile-time constants for the cases the image path meets (3 bands, 7 to 25
- * taps: a reduction by less than 4), so the compiler unrolls them, and on x86-64 with SSSE3 the taps are
- * summed in 16-bit lanes instead; anything else goes to vips_reduceh.
+ * taps: a reduction by less than 4), so the compiler unrolls them, and on x86-64 with AVX2 the taps are
+ * summed four at a time in 16-bit lanes instead; anything else goes to vips_reduceh.
  *
  * The arithmetic is libvips': a table of 65 masks for sub-pixel offsets in 1/64ths, each the Lanczos3
  * window over `taps` points scaled by the shrink, normalised to sum 1 and truncated to 12-bit fixed point;
@@ -56,25 +56,30 @@ REDUCE_ROW(17, 3) REDUCE_ROW(19, 3) REDUCE_ROW(21, 3) REDUCE_ROW(23, 3) REDUCE_R
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* Any odd number of taps, three bands, with SSSE3: taps go two at a time, their six bytes spread into 16-bit
- * lanes (r, r', g, g', b, b') and multiplied by the pair's weights with pmaddwd, giving r, g and b partial sums
- * in 32-bit lanes. `pairs` holds each pixel's weights as (w0, w1) × 4, (w2, w3) × 4, …, the last pair's second
- * weight 0. Reads 8 bytes from each pair's first tap, so it is used only where those lie inside the row. */
-__attribute__((target("ssse3")))
-static void reduce_row_pairs_3_ssse3(const unsigned char *row, unsigned char *out, ptrdiff_t step, int from, int to,
-                                     const int *first, const short *pairs, int pair_count) {
-    const __m128i spread = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+/* Any odd number of taps, three bands, with AVX2: taps go four at a time. Their 12 bytes are loaded into both
+ * halves of a register; the low half spreads taps 0 and 1 into 16-bit lanes (r, r', g, g', b, b'), the high half
+ * taps 2 and 3, and pmaddwd multiplies each by its pair of weights, giving r, g and b partial sums in 32-bit
+ * lanes of each half, added together at the end (integer sums: the same as libvips' in any order). `quads` holds
+ * each pixel's weights as (w0, w1) × 4, (w2, w3) × 4, (w4, w5) × 4, …, past the last tap 0. Reads 16 bytes from
+ * each quad's first tap, so it is used only where those lie inside the row. */
+__attribute__((target("avx2")))
+static void reduce_row_quads_3_avx2(const unsigned char *row, unsigned char *out, ptrdiff_t step, int from, int to,
+                                    const int *first, const short *quads, int quad_count) {
+    const __m256i spread = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                                            6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
     const __m128i half = _mm_set1_epi32(FIXED_ONE >> 1);
     for (int x = from; x < to; x++) {
         const unsigned char *p = row + (size_t) first[x] * 3;
-        const __m128i *w = (const __m128i *) (pairs + (size_t) x * pair_count * 8);
-        __m128i sums = _mm_setzero_si128();
-        for (int k = 0; k < pair_count; k++) {
-            const __m128i two = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *) (p + k * 6)), spread);
-            sums = _mm_add_epi32(sums, _mm_madd_epi16(two, _mm_loadu_si128(w + k)));
+        const __m256i *w = (const __m256i *) (quads + (size_t) x * quad_count * 16);
+        __m256i sums = _mm256_setzero_si256();
+        for (int k = 0; k < quad_count; k++) {
+            const __m256i four = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) (p + k * 12))),
+                                                     spread);
+            sums = _mm256_add_epi32(sums, _mm256_madd_epi16(four, _mm256_loadu_si256(w + k)));
         }
-        sums = _mm_srai_epi32(_mm_add_epi32(sums, half), FIXED_SHIFT);
-        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sums, sums), _mm_setzero_si128()));
+        __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+        sum = _mm_srai_epi32(_mm_add_epi32(sum, half), FIXED_SHIFT);
+        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, sum), _mm_setzero_si128()));
         memcpy(out + x * step, &packed, 3);
     }
 }
@@ -196,17 +201,18 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
     }
     const size_t in_stride = VIPS_IMAGE_SIZEOF_LINE(in), out_stride = VIPS_IMAGE_SIZEOF_LINE(result);
 #if defined(__x86_64__)
-    /* The SSSE3 row: weights as 16-bit pairs, and pixels whose last pair's 8 bytes lie inside the row; the
-     * scalar row does the others. */
+    /* The AVX2 row: weights as 16-bit pairs, and pixels whose last quad's 16 bytes lie inside the row; the
+     * unrolled row does the others. */
     short *weights16 = NULL;
-    const int pair_count = (taps + 1) / 2;
+    const int quad_count = (taps + 3) / 4;
     int vector_from = 0, vector_to = 0;
-    if (__builtin_cpu_supports("ssse3")) {
-        weights16 = g_new0(short, (size_t) out_width * pair_count * 8);
+    if (__builtin_cpu_supports("avx2")) {
+        weights16 = g_new0(short, (size_t) out_width * quad_count * 16);
         for (int x = 0; x < out_width; x++)
             for (int i = 0; i < taps; i++)
                 for (int lane = 0; lane < 4; lane++)
-                    weights16[((size_t) x * pair_count + i / 2) * 8 + lane * 2 + i % 2] = (short) weights[(size_t) x * taps + i];
+                    weights16[(size_t) x * quad_count * 16 + (i / 4) * 16 + ((i / 2) % 2) * 8 + lane * 2 + i % 2] =
+                        (short) weights[(size_t) x * taps + i];
         /* Lanczos3 weights stay well inside 16 bits (the largest is about 1.1 × 4096); should one not, the
          * unrolled rows do it all. */
         for (size_t i = 0; i < (size_t) out_width * taps; i++)
@@ -215,11 +221,11 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
                 weights16 = NULL;
                 break;
             }
-        /* The last pair's 8-byte load reaches up to 2 bytes past its taps. */
-        const int reach = pair_count * 2 + 1;
+        /* The last quad's 16-byte load reaches (quad_count - 1) * 12 + 16 bytes from the first tap. */
+        const int reach_bytes = (quad_count - 1) * 12 + 16;
         vector_from = inside_from;
         vector_to = inside_to;
-        while (vector_to > vector_from && first[vector_to - 1] + reach > width) vector_to--;
+        while (vector_to > vector_from && first[vector_to - 1] * 3 + reach_bytes > width * 3) vector_to--;
     }
 #endif
     unsigned char *const pixels = VIPS_IMAGE_ADDR(result, 0, 0);
@@ -233,7 +239,7 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
         const ptrdiff_t step = (ptrdiff_t) out_stride * (y1 - y0) + (ptrdiff_t) (x1 - x0) * bands;
 #if defined(__x86_64__)
         if (weights16 && vector_from < vector_to) {
-            reduce_row_pairs_3_ssse3(row, q, step, vector_from, vector_to, first, weights16, pair_count);
+            reduce_row_quads_3_avx2(row, q, step, vector_from, vector_to, first, weights16, quad_count);
             if (vector_to < inside_to) row_fn(row, q, step, vector_to, inside_to, first, weights);
         } else
 #endif
