@@ -39,16 +39,25 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len) {
     return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
 }
 
-/* What vips_thumbnail_image(in, width, height, size down) makes of a 3-band 8-bit image without an ICC profile
- * that is less than four times too large, made with sluice_reduceh_lanczos3_upright for its horizontal step: for such
- * a reduction vips_thumbnail scales both axes by the larger ratio with vips_reducev then vips_reduceh
- * (Lanczos3), then turns the result upright by its EXIF orientation (larger ones begin with a box shrink); the
- * shim's reduction writes its pixels straight into their upright places.
- * Anything else goes to vips_thumbnail_image itself. */
-static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height) {
+/* vips_thumbnail_image(in, width, height, size down), and with `profile` its export_profile: an image with an
+ * embedded ICC profile is then reduced in its own colour space and transformed to `profile` after. */
+static int libvips_fit(VipsImage *in, VipsImage **out, int width, int height, const char *profile) {
+    return profile
+        ? vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, "export_profile", profile, NULL)
+        : vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+}
+
+/* What libvips_fit makes of a 3-band 8-bit image less than four times too large, made with
+ * sluice_reduceh_lanczos3_upright for its horizontal step: for such a reduction vips_thumbnail scales both axes
+ * by the larger ratio with vips_reducev then vips_reduceh (Lanczos3), transforms an image with an embedded
+ * profile to `profile` (one ICC transform, relative intent, 8-bit), then turns the result upright by its EXIF
+ * orientation (larger ones begin with a box shrink); the shim's reduction writes its pixels straight into their
+ * upright places, and the transform works pixel by pixel, so doing it after the turn changes nothing.
+ * Anything else goes to libvips_fit. */
+static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
     if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || shrink <= 1.0 || shrink >= 4.0)
-        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+        return libvips_fit(in, out, width, height, profile);
     /* As vips_thumbnail: no axis shrunk below one pixel, and vips_resize reduces by 1 / (1 / shrink), which can
      * differ from shrink in its last bit (and so in the output's size and masks). */
     const double hshrink = 1.0 / (1.0 / VIPS_MIN(shrink, (double) in->Xsize));
@@ -58,15 +67,21 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
     const int out_width = VIPS_ROUND_UINT(in->Xsize / hshrink), out_height = VIPS_ROUND_UINT(in->Ysize / vshrink);
     if (out_width < 1 || out_height < 1 || VIPS_FLOOR((double) in->Xsize / out_width / 2.0) > 1
         || VIPS_FLOOR((double) in->Ysize / out_height / 2.0) > 1)
-        return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+        return libvips_fit(in, out, width, height, profile);
+    /* vips_thumbnail transforms only an image that has a profile of its own. */
+    if (!vips_image_get_typeof(in, VIPS_META_ICC_NAME)) profile = NULL;
     VipsImage *vertical = NULL, *vertical_memory = NULL, *reduced = NULL;
     int result = -1;
     if (!vips_reducev(in, &vertical, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
         && (vertical_memory = vips_image_copy_memory(vertical))
         && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, hshrink)) {
-        *out = reduced;
-        reduced = NULL;
-        result = 0;
+        if (!profile) {
+            *out = reduced;
+            reduced = NULL;
+            result = 0;
+        } else {
+            result = vips_icc_transform(reduced, out, profile, "intent", VIPS_INTENT_RELATIVE, "embedded", TRUE, "depth", 8, NULL);
+        }
     }
     if (vertical) g_object_unref(vertical);
     if (vertical_memory) g_object_unref(vertical_memory);
@@ -79,18 +94,19 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
     /* Only an embedded profile needs the (costly, per-pixel) ICC transform; without one the pixels are
      * taken as sRGB already and anything else is converted by sluice_vips_to_srgb afterwards. */
     const char *profile = has_icc_profile ? "srgb" : NULL;
-    if (jpeg_shrink > 1) {
+    if (jpeg_shrink > 1 || (jpeg_shrink == 1 && !libvips_reduction)) {
         /* libvips' thumbnail leaves a factor of two for its final reduction, so a 12 MP photo fitted into
          * 1920 px is decoded at full size. libjpeg's DCT-domain shrink gives the same result from a quarter of
          * the pixels (as sharp's default fastShrinkOnLoad does); the Lanczos reduction then does the rest,
-         * turning upright and exporting sRGB as before. */
-        VipsImage *loaded = vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "",
-                                                       "shrink", jpeg_shrink, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+         * turning upright and exporting sRGB as before. At 1 (a JPEG less than twice too large, a PNG: neither
+         * is shrunk on load by vips_thumbnail either) the image is loaded whole and fitted the same way. */
+        VipsImage *loaded = jpeg_shrink > 1
+            ? vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "",
+                                         "shrink", jpeg_shrink, "access", VIPS_ACCESS_SEQUENTIAL, NULL)
+            : vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
         if (!loaded) return -1;
-        int result = profile
-            ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, "export_profile", profile, NULL)
-            : libvips_reduction ? vips_thumbnail_image(loaded, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL)
-            : sluice_fit_lanczos3(loaded, out, width, height);
+        int result = libvips_reduction ? libvips_fit(loaded, out, width, height, profile)
+                                       : sluice_fit_lanczos3(loaded, out, width, height, profile);
         g_object_unref(loaded);
         return result;
     }
@@ -109,8 +125,7 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
 }
 
 int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, int libvips_reduction) {
-    return libvips_reduction ? vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL)
-                             : sluice_fit_lanczos3(in, out, width, height);
+    return libvips_reduction ? libvips_fit(in, out, width, height, NULL) : sluice_fit_lanczos3(in, out, width, height, NULL);
 }
 
 int sluice_vips_flatten_white(VipsImage *in, VipsImage **out) {
@@ -204,7 +219,7 @@ long sluice_inflated_size(const void *buf, size_t len, size_t limit) {
     return (long) total;
 }
 
-int sluice_vips_pattern_jpeg(int width, int height, void **buf, size_t *len) {
+int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, void **buf, size_t *len) {
     VipsImage *base = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 11);
     int result = -1;
@@ -217,8 +232,24 @@ int sluice_vips_pattern_jpeg(int width, int height, void **buf, size_t *len) {
         && !vips_eorimage(t[1], t[2], &t[9], NULL) && !vips_remainder_const1(t[9], &t[10], 256, NULL)) {
         VipsImage *bands[3] = {t[6], t[8], t[10]};
         VipsImage *joined = NULL, *pels = NULL;
-        if (!vips_bandjoin(bands, &joined, 3, NULL) && !vips_cast_uchar(joined, &pels, NULL))
-            result = vips_jpegsave_buffer(pels, buf, len, "Q", 90, NULL);
+        if (!vips_bandjoin(bands, &joined, 3, NULL) && !vips_cast_uchar(joined, &pels, NULL)) {
+            result = 0;
+            if (profile_from) {
+                /* The donor image's embedded ICC profile, carried into the pattern's JPEG. */
+                VipsImage *donor = vips_image_new_from_buffer(profile_from, profile_from_len, "", NULL);
+                const void *profile = NULL;
+                size_t profile_len = 0;
+                if (donor && vips_image_get_typeof(donor, VIPS_META_ICC_NAME)
+                    && !vips_image_get_blob(donor, VIPS_META_ICC_NAME, &profile, &profile_len)) {
+                    vips_image_set_blob_copy(pels, VIPS_META_ICC_NAME, profile, profile_len);
+                } else {
+                    vips_error("sluice_vips_pattern_jpeg", "the donor image has no ICC profile");
+                    result = -1;
+                }
+                if (donor) g_object_unref(donor);
+            }
+            if (!result) result = vips_jpegsave_buffer(pels, buf, len, "Q", 90, NULL);
+        }
         if (joined) g_object_unref(joined);
         if (pels) g_object_unref(pels);
     }

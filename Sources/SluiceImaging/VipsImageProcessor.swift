@@ -106,12 +106,16 @@ public struct VipsImageProcessor: ImageProcessor {
         }
     }
 
-    /// A `width` × `height` JPEG of stripes, edges and ramps: tests fit photos of any size with it.
-    static func patternJPEG(width: Int, height: Int) throws(ImagingError) -> Data {
+    /// A `width` × `height` JPEG of stripes, edges and ramps: tests fit photos of any size with it. With
+    /// `profileFrom`, it carries the ICC profile embedded in that image.
+    static func patternJPEG(width: Int, height: Int, profileFrom donor: Data? = nil) throws(ImagingError) -> Data {
         try initialisation.get()
         var buffer: UnsafeMutableRawPointer?
         var length = 0
-        guard sluice_vips_pattern_jpeg(Int32(width), Int32(height), &buffer, &length) == 0, let buffer else {
+        let made = (donor ?? Data()).withUnsafeBytes { bytes in
+            sluice_vips_pattern_jpeg(Int32(width), Int32(height), donor == nil ? nil : bytes.baseAddress, bytes.count, &buffer, &length)
+        }
+        guard made == 0, let buffer else {
             throw ImagingError(.internalError, "could not make a \(width)×\(height) pattern: \(lastError())")
         }
         defer { sluice_g_free(buffer) }
@@ -147,8 +151,13 @@ public struct VipsImageProcessor: ImageProcessor {
         // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
         var decoded: UnsafeMutablePointer<VipsImage>?
         let (width, height) = (Int(header.pointee.Xsize), Int(header.pointee.Ysize))
-        let jpegShrink = format == .jpeg ? Self.jpegShrink(longSide: max(width, height), shortSide: min(width, height),
-                                                            maxSide: options.maxSide) : 1
+        // JPEG and PNG are loaded by the shim and fitted with its reduction (a JPEG shrunk on load by libjpeg first);
+        // other formats (0) by libvips' thumbnail, which shrinks WebP and HEIF on load its own way.
+        let jpegShrink = switch format {
+        case .jpeg: Self.jpegShrink(longSide: max(width, height), shortSide: min(width, height), maxSide: options.maxSide)
+        case .png: 1
+        case .webp, .gif, .heif, .avif: 0
+        }
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
                                            Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
                                            sluice_vips_has_icc(header), Int32(jpegShrink), libvipsReduction ? 1 : 0) == 0, let decoded

@@ -18,12 +18,16 @@ struct ImageReductionTests {
     }
 
     /// Processes `data` with both reductions and expects the same approved, classifier and thumbnail JPEGs.
-    func expectSameOutputs(_ data: Data, options: ImageOptions, _ name: String) throws {
-        let expected = try libvips.process(data, format: .jpeg, options: options)
-        let made = try unrolled.process(data, format: .jpeg, options: options)
-        #expect(made.approvedJPEG == expected.approvedJPEG, "\(name): approved copy differs")
-        #expect(made.classifyJPEG == expected.classifyJPEG, "\(name): classifier copy differs")
-        #expect(made.thumbnailJPEG == expected.thumbnailJPEG, "\(name): thumbnail differs")
+    func expectSameOutputs(_ data: Data, format: ImageFormat = .jpeg, options: ImageOptions, _ name: String) throws {
+        let expected = try libvips.process(data, format: format, options: options)
+        let made = try unrolled.process(data, format: format, options: options)
+        // Compared as booleans: a failing `==` on two JPEGs would have the test library diff their bytes (minutes).
+        for (output, mine, theirs) in [("approved copy", made.approvedJPEG, expected.approvedJPEG),
+                                       ("classifier copy", made.classifyJPEG, expected.classifyJPEG),
+                                       ("thumbnail", made.thumbnailJPEG, expected.thumbnailJPEG)] {
+            let same = mine == theirs
+            #expect(same, "\(name): \(output) differs (\(mine.count) bytes, libvips' \(theirs.count))")
+        }
         #expect(made.width == expected.width && made.height == expected.height, "\(name): size differs")
     }
 
@@ -65,6 +69,33 @@ struct ImageReductionTests {
             for (maxSide, classifyMaxSide, thumbnailSize) in boxes {
                 let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
                 try expectSameOutputs(data, options: options, "\(width)×\(height) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px")
+            }
+        }
+    }
+
+    /// The shim also loads PNGs and JPEGs less than twice too large (decoded whole), and fits photos with an
+    /// embedded ICC profile (most phone photos: Display P3), reducing them in their own colour space and
+    /// transforming the result to sRGB as libvips' thumbnail does: the fixture PNGs, and pattern JPEGs carrying
+    /// the fixtures' Adobe RGB (1998) and sRGB profiles, at phone-photo and awkward sizes.
+    @Test func shimReductionMatchesLibvipsOnPNGsAndProfiledPhotos() throws {
+        let pngs = TestEnvironment.fixtureFiles("images/photos").filter { $0.pathExtension == "png" }
+        #expect(pngs.count >= 5)
+        for maxSide in [100, 300, 400] {
+            let options = ImageOptions(maxSide: maxSide, thumbnailSize: maxSide / 5, classifyMaxSide: maxSide / 2)
+            for file in pngs {
+                try expectSameOutputs(try Data(contentsOf: file), format: .png, options: options, "\(file.lastPathComponent) at \(maxSide) px")
+            }
+        }
+        let photos = TestEnvironment.fixture("images/photos")
+        let adobeRGB = try Data(contentsOf: photos.appendingPathComponent("rocket.jpg"))
+        let sRGB = try Data(contentsOf: photos.appendingPathComponent("hubble_deep_field.jpg"))
+        for (donor, profile) in [(adobeRGB, "Adobe RGB"), (sRGB, "sRGB")] {
+            for (width, height) in [(4032, 3024), (3024, 4032), (3000, 2000), (2048, 1536), (1921, 1080), (1000, 750), (641, 427)] {
+                let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profileFrom: donor)
+                for (maxSide, classifyMaxSide, thumbnailSize) in [(1920, 640, 200), (640, 200, 100)] {
+                    let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
+                    try expectSameOutputs(data, options: options, "\(width)×\(height) \(profile) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px")
+                }
             }
         }
     }

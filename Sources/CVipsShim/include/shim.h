@@ -18,14 +18,16 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len);
 /* The one decode: shrink-on-load to fit width x height (only ever down), auto-rotate by EXIF orientation,
  * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". A JPEG with
  * `jpeg_shrink` 2, 4 or 8 (the caller picks the largest that leaves the long side at least `width`) is decoded
- * at that fraction by libjpeg, then fitted as vips_thumbnail_image would (an 8-bit image without a profile by
- * libvips' reducev and sluice_reduceh_lanczos3_upright, the same pixels; `libvips_reduction` 1 keeps vips_thumbnail_image
- * for it too, for comparison); 1 leaves it all to vips_thumbnail. */
+ * at that fraction by libjpeg; with 1 (a JPEG less than twice too large, a PNG) it is decoded whole; either way
+ * it is then fitted as vips_thumbnail_image would (an 8-bit 3-band image by libvips' reducev and
+ * sluice_reduceh_lanczos3_upright, then its embedded profile's transform to sRGB, the same pixels;
+ * `libvips_reduction` 1 keeps libvips' thumbnail for it, for comparison). 0 (other formats) leaves it all to
+ * vips_thumbnail. */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
                                  const char *loader_options, int has_icc_profile, int jpeg_shrink, int libvips_reduction);
 
 /* vips_reduceh(in, shrink, kernel = lanczos3) then vips_autorot, in one pass and with the same pixels: unrolled
- * (SSSE3 on x86-64) for 8-bit images of 3 bands reduced by less than 4, the pixels written where `in`'s EXIF
+ * (AVX2 on x86-64) for 8-bit images of 3 bands reduced by less than 4, the pixels written where `in`'s EXIF
  * orientation puts them upright; the result has no orientation tag. Other images go to libvips. `in` is made a
  * memory image first. Caller unrefs *out. */
 int sluice_reduceh_lanczos3_upright(VipsImage *in, VipsImage **out, double shrink);
@@ -52,9 +54,9 @@ int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len);
 /* A copy of libvips' error buffer (caller frees with g_free), and clears it. */
 char *sluice_vips_error_copy(void);
 
-/* A width × height 3-band JPEG of stripes, edges and ramps (tests fit photos of any size with it). Free *buf
- * with g_free. */
-int sluice_vips_pattern_jpeg(int width, int height, void **buf, size_t *len);
+/* A width × height 3-band JPEG of stripes, edges and ramps (tests fit photos of any size with it), carrying the
+ * ICC profile embedded in the image `profile_from` (NULL: none). Free *buf with g_free. */
+int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, void **buf, size_t *len);
 
 void sluice_vips_unref(VipsImage *image);
 void sluice_g_free(void *p);
