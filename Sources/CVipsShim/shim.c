@@ -56,7 +56,10 @@ static int libvips_fit(VipsImage *in, VipsImage **out, int width, int height, co
  * Anything else goes to libvips_fit. */
 static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
-    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || shrink <= 1.0 || shrink >= 4.0)
+    /* vips_thumbnail converts to sRGB before reducing (a profiled image excepted); every 3-band 8-bit JPEG and
+     * PNG loads as sRGB, and anything else is left to it. */
+    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || in->Type != VIPS_INTERPRETATION_sRGB
+        || shrink <= 1.0 || shrink >= 4.0)
         return libvips_fit(in, out, width, height, profile);
     /* As vips_thumbnail: no axis shrunk below one pixel, and vips_resize reduces by 1 / (1 / shrink), which can
      * differ from shrink in its last bit (and so in the output's size and masks). */
@@ -219,9 +222,10 @@ long sluice_inflated_size(const void *buf, size_t len, size_t limit) {
     return (long) total;
 }
 
-int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, void **buf, size_t *len) {
+int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, int orientation,
+                             void **buf, size_t *len) {
     VipsImage *base = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 11);
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 13);
     int result = -1;
     /* Sharp edges, fine stripes and smooth ramps in each band, so every tap of a reduction matters. */
     if (!vips_xyz(&t[0], width, height, NULL)
@@ -231,16 +235,19 @@ int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, si
         && !vips_multiply(t[1], t[2], &t[7], NULL) && !vips_remainder_const1(t[7], &t[8], 251, NULL)
         && !vips_eorimage(t[1], t[2], &t[9], NULL) && !vips_remainder_const1(t[9], &t[10], 256, NULL)) {
         VipsImage *bands[3] = {t[6], t[8], t[10]};
-        VipsImage *joined = NULL, *pels = NULL;
-        if (!vips_bandjoin(bands, &joined, 3, NULL) && !vips_cast_uchar(joined, &pels, NULL)) {
-            result = 0;
-            if (profile_from) {
+        /* A copy of its own before its metadata is set. */
+        if (!vips_bandjoin(bands, &t[11], 3, NULL) && !vips_cast_uchar(t[11], &t[12], NULL)) {
+            VipsImage *pels = vips_image_copy_memory(t[12]);
+            result = pels ? 0 : -1;
+            if (pels && profile_from) {
                 /* The donor image's embedded ICC profile, carried into the pattern's JPEG. */
                 VipsImage *donor = vips_image_new_from_buffer(profile_from, profile_from_len, "", NULL);
                 const void *profile = NULL;
                 size_t profile_len = 0;
-                if (donor && vips_image_get_typeof(donor, VIPS_META_ICC_NAME)
-                    && !vips_image_get_blob(donor, VIPS_META_ICC_NAME, &profile, &profile_len)) {
+                if (!donor) {
+                    result = -1;
+                } else if (vips_image_get_typeof(donor, VIPS_META_ICC_NAME)
+                           && !vips_image_get_blob(donor, VIPS_META_ICC_NAME, &profile, &profile_len)) {
                     vips_image_set_blob_copy(pels, VIPS_META_ICC_NAME, profile, profile_len);
                 } else {
                     vips_error("sluice_vips_pattern_jpeg", "the donor image has no ICC profile");
@@ -248,10 +255,11 @@ int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, si
                 }
                 if (donor) g_object_unref(donor);
             }
+            /* An EXIF orientation tag (1-8), written into the JPEG's EXIF by jpegsave. */
+            if (pels && orientation >= 1 && orientation <= 8) vips_image_set_int(pels, VIPS_META_ORIENTATION, orientation);
             if (!result) result = vips_jpegsave_buffer(pels, buf, len, "Q", 90, NULL);
+            if (pels) g_object_unref(pels);
         }
-        if (joined) g_object_unref(joined);
-        if (pels) g_object_unref(pels);
     }
     g_object_unref(base);
     return result;

@@ -107,13 +107,16 @@ public struct VipsImageProcessor: ImageProcessor {
     }
 
     /// A `width` × `height` JPEG of stripes, edges and ramps: tests fit photos of any size with it. With
-    /// `profileFrom`, it carries the ICC profile embedded in that image.
-    static func patternJPEG(width: Int, height: Int, profileFrom donor: Data? = nil) throws(ImagingError) -> Data {
+    /// `profileFrom`, it carries the ICC profile embedded in that image; with `orientation` (1-8), that EXIF
+    /// orientation.
+    static func patternJPEG(width: Int, height: Int, profileFrom donor: Data? = nil, orientation: Int = 0) throws(ImagingError) -> Data {
         try initialisation.get()
+        if let donor, donor.isEmpty { throw ImagingError(.internalError, "the image to take an ICC profile from is empty") }
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let made = (donor ?? Data()).withUnsafeBytes { bytes in
-            sluice_vips_pattern_jpeg(Int32(width), Int32(height), donor == nil ? nil : bytes.baseAddress, bytes.count, &buffer, &length)
+            sluice_vips_pattern_jpeg(Int32(width), Int32(height), donor == nil ? nil : bytes.baseAddress, bytes.count, Int32(orientation),
+                                     &buffer, &length)
         }
         guard made == 0, let buffer else {
             throw ImagingError(.internalError, "could not make a \(width)×\(height) pattern: \(lastError())")

@@ -18,7 +18,8 @@ struct ImageReductionTests {
     }
 
     /// Processes `data` with both reductions and expects the same approved, classifier and thumbnail JPEGs.
-    func expectSameOutputs(_ data: Data, format: ImageFormat = .jpeg, options: ImageOptions, _ name: String) throws {
+    @discardableResult
+    func expectSameOutputs(_ data: Data, format: ImageFormat = .jpeg, options: ImageOptions, _ name: String) throws -> ProcessedImage {
         let expected = try libvips.process(data, format: format, options: options)
         let made = try unrolled.process(data, format: format, options: options)
         // Compared as booleans: a failing `==` on two JPEGs would have the test library diff their bytes (minutes).
@@ -29,6 +30,7 @@ struct ImageReductionTests {
             #expect(same, "\(name): \(output) differs (\(mine.count) bytes, libvips' \(theirs.count))")
         }
         #expect(made.width == expected.width && made.height == expected.height, "\(name): size differs")
+        return made
     }
 
     /// 60 px (tiny inputs, mostly edge pixels), 240/250/300/400 px (13, 11, 9 and 7 taps on the 1800 px
@@ -76,11 +78,12 @@ struct ImageReductionTests {
     /// The shim also loads PNGs and JPEGs less than twice too large (decoded whole), and fits photos with an
     /// embedded ICC profile (most phone photos: Display P3), reducing them in their own colour space and
     /// transforming the result to sRGB as libvips' thumbnail does: the fixture PNGs, and pattern JPEGs carrying
-    /// the fixtures' Adobe RGB (1998) and sRGB profiles, at phone-photo and awkward sizes.
+    /// the fixtures' Adobe RGB (1998) and sRGB profiles, at phone-photo sizes in every EXIF orientation and at
+    /// awkward sizes.
     @Test func shimReductionMatchesLibvipsOnPNGsAndProfiledPhotos() throws {
         let pngs = TestEnvironment.fixtureFiles("images/photos").filter { $0.pathExtension == "png" }
         #expect(pngs.count >= 5)
-        for maxSide in [100, 300, 400] {
+        for maxSide in [100, 200, 250, 300, 400] {
             let options = ImageOptions(maxSide: maxSide, thumbnailSize: maxSide / 5, classifyMaxSide: maxSide / 2)
             for file in pngs {
                 try expectSameOutputs(try Data(contentsOf: file), format: .png, options: options, "\(file.lastPathComponent) at \(maxSide) px")
@@ -90,11 +93,17 @@ struct ImageReductionTests {
         let adobeRGB = try Data(contentsOf: photos.appendingPathComponent("rocket.jpg"))
         let sRGB = try Data(contentsOf: photos.appendingPathComponent("hubble_deep_field.jpg"))
         for (donor, profile) in [(adobeRGB, "Adobe RGB"), (sRGB, "sRGB")] {
-            for (width, height) in [(4032, 3024), (3024, 4032), (3000, 2000), (2048, 1536), (1921, 1080), (1000, 750), (641, 427)] {
-                let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profileFrom: donor)
+            // A phone photo's sizes in all eight EXIF orientations (the transform comes after the turn), then others.
+            let sizes = (1...8).map { (4032, 3024, $0) }
+                + [(3000, 2000, 1), (3000, 2000, 6), (3024, 4032, 1), (2048, 1536, 1), (1921, 1080, 8), (1000, 750, 1), (641, 427, 1)]
+            for (width, height, orientation) in sizes {
+                let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profileFrom: donor, orientation: orientation)
                 for (maxSide, classifyMaxSide, thumbnailSize) in [(1920, 640, 200), (640, 200, 100)] {
                     let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
-                    try expectSameOutputs(data, options: options, "\(width)×\(height) \(profile) into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px")
+                    let made = try expectSameOutputs(data, options: options,
+                                                     "\(width)×\(height) \(profile), orientation \(orientation), into \(maxSide)/\(classifyMaxSide)/\(thumbnailSize) px")
+                    // The orientation really was in the pattern's EXIF: orientations 5-8 turn it a quarter.
+                    #expect((made.width > made.height) == ((width > height) != (orientation >= 5)), "\(width)×\(height), orientation \(orientation): not turned upright")
                 }
             }
         }
