@@ -23,7 +23,15 @@ public struct SQLiteStore: StatusStore {
                 // reads a stale snapshot forever.
                 var persist: Int32 = 1
                 sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
-                if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                if !db.configuration.readonly {
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                    // The writer's statement journals stay in memory. A statement that writes several rows (a text
+                    // batch writes 25 items a statement) keeps the pages it changes so it can undo itself; past
+                    // 64 KiB SQLite spilled that to a temporary file, and a text queue's ingest wrote ~5 times as
+                    // many bytes to such files as to the store itself (560 MB for 100,000 lines). Readers keep
+                    // SQLite's default, so a large sort still spills to disk.
+                    try db.execute(sql: "PRAGMA temp_store = MEMORY")
+                }
             }
             if readOnly {
                 configuration.readonly = true
