@@ -15,7 +15,8 @@ extension CanonicalJSON {
     }
 }
 
-enum JSONText {
+/// JSON strings and arrays of strings, escaped as the canonical texts are.
+public enum JSONText {
     static func string(_ value: String, into output: inout String) {
         output.append("\"")
         // Fast path: nothing to escape (no quote, backslash, control character, U+2028/2029's lead byte 0xE2).
@@ -47,7 +48,7 @@ enum JSONText {
         if let value { string(value, into: &output) } else { output.append("null") }
     }
 
-    static func strings(_ values: [String], into output: inout String) {
+    public static func strings(_ values: [String], into output: inout String) {
         output.append("[")
         for (index, value) in values.enumerated() {
             if index > 0 { output.append(",") }

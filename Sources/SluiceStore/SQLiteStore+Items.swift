@@ -150,15 +150,29 @@ extension SQLiteStore {
     @discardableResult
     public func recordVerdicts(_ items: [Item], stage: String) async throws(StoreError) -> Int {
         if items.isEmpty { return 0 }
+        let encoded = Self.encode(items, stage: stage)
         return try await write("record \(items.count) verdicts") { db in
-            try Self.recordVerdicts(items, stage: stage, skippingUnchanged: false, in: db)
+            try Self.recordVerdicts(items, stage: stage, skippingUnchanged: false, encoded: encoded, in: db)
         }
     }
 
     public func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int {
+        try await recordChangedVerdicts(prepareChangedVerdicts(items, lineIDs: lineIDs, stage: stage))
+    }
+
+    /// Encodes the text rows (`encode`) on the caller's task, beside the writer's work on the batch before.
+    public func prepareChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) -> PreparedVerdicts {
+        PreparedVerdicts(items: items, lineIDs: lineIDs, stage: stage, encoding: Self.encode(items, stage: stage))
+    }
+
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int {
+        let items = prepared.items
         if items.isEmpty { return 0 }
+        let (lineIDs, stage) = (prepared.lineIDs, prepared.stage)
+        // A batch prepared by another store is encoded here.
+        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
         return try await write("record \(items.count) verdicts") { db in
-            try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, in: db)
+            try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, encoded: encoded, in: db)
         }
     }
 

@@ -51,16 +51,67 @@ extension SQLiteStore {
     /// The batch's stored rows, by id: when each was created, how many attempts it had, its status and content hash.
     static let previousRowsSQL = "SELECT id, userId, createdAt, attempts, status, contentHash FROM item WHERE id IN (SELECT value FROM json_each(?))"
 
+    /// A text item's row and its event, encoded before the batch takes the writer: building the values (the verdicts'
+    /// canonical JSON, the dates, the strings) is about a quarter of a text batch's writing, and the writer is the one
+    /// connection every batch waits for, so the batch's own task does it beside the writer's work on the batch before.
+    /// Three values depend on the stored row and are set by the writer: `attempts`, `createdAt` and the event's
+    /// `fromStatus`.
+    struct EncodedTextRow: Sendable {
+        var values: [DatabaseValue]
+        var event: [DatabaseValue]
+        static let attemptsColumn = 6, createdAtColumn = 7, fromStatusColumn = 3
+    }
+
+    /// The batch's text items encoded (nil for an item with anything outside `textColumns`, which is written by its
+    /// record), and the JSON arrays of ids the writer looks the stored rows up with.
+    struct EncodedBatch: Sendable {
+        var rows: [EncodedTextRow?]
+        var lookups: [String]
+    }
+
+    static func encode(_ items: [Item], stage: String) -> EncodedBatch {
+        EncodedBatch(rows: items.map { encodeTextRow($0, stage: stage) }, lookups: lookupArrays(items.map(\.id.rawValue)))
+    }
+
+    /// `ids` as JSON arrays of at most 500, for `previousRowsSQL`.
+    static func lookupArrays(_ ids: [String]) -> [String] {
+        ids.chunked(500).map { chunk in
+            var json = ""
+            JSONText.strings(Array(chunk), into: &json)
+            return json
+        }
+    }
+
+    static func encodeTextRow(_ item: Item, stage: String) -> EncodedTextRow? {
+        guard usesTextColumnsOnly(item) else { return nil }
+        let content = item.content
+        func text(_ value: String?) -> DatabaseValue { value?.databaseValue ?? .null }
+        let id = item.id.rawValue.databaseValue
+        let updatedAt = StorageDate.string(item.updatedAt).databaseValue
+        let status = item.status.rawValue.databaseValue
+        let reason = text(item.reason)
+        let values: [DatabaseValue] = [
+            id, item.kind.rawValue.databaseValue, item.userId.databaseValue, status, reason, text(item.contentHash),
+            item.attempts.databaseValue, StorageDate.string(item.createdAt).databaseValue, updatedAt,
+            text(content?.text), text(content?.context), text(content?.kind), text(content?.source), text(item.textVerdict?.canonicalJSON),
+            text(item.priority?.canonicalJSON), text(content?.recipientId), text(content?.conversationId),
+            text(content?.sentAt.map(StorageDate.string)), text(content?.members.flatMap(ItemRow.json)),
+            text(item.conversation.flatMap(ItemRow.json)),
+        ]
+        return EncodedTextRow(values: values, event: [id, updatedAt, "verdict".databaseValue, .null, status, stage.databaseValue, reason])
+    }
+
     /// Writes the batch in the current transaction; returns how many items were written (`skippingUnchanged`:
-    /// an item whose stored content hash equals its own is left alone).
-    static func recordVerdicts(_ items: [Item], lineIDs: [ItemID]? = nil, stage: String, skippingUnchanged: Bool, in db: Database) throws -> Int {
+    /// an item whose stored content hash equals its own is left alone). `encoded` is `encode(items, stage:)`, made
+    /// before the transaction (or here when nil).
+    static func recordVerdicts(_ items: [Item], lineIDs: [ItemID]? = nil, stage: String, skippingUnchanged: Bool,
+                               encoded: EncodedBatch? = nil, in db: Database) throws -> Int {
         var previous: [String: (createdAt: DatabaseValue, attempts: Int, status: String, hash: String?)] = [:]
         var owners: [String: String] = [:]
         previous.reserveCapacity(items.count)
         let lookup = try db.cachedStatement(sql: previousRowsSQL)
-        func look(_ ids: [String]) throws {
-            for chunk in ids.chunked(500) {
-                let json = String(decoding: try JSONEncoder().encode(Array(chunk)), as: UTF8.self)
+        func look(_ arrays: [String]) throws {
+            for json in arrays {
                 let rows = try Row.fetchCursor(lookup, arguments: [json])
                 while let row = try rows.next() {
                     previous[row["id"]] = (row["createdAt"], row["attempts"], row["status"], row["contentHash"])
@@ -68,12 +119,20 @@ extension SQLiteStore {
                 }
             }
         }
-        try look(items.map(\.id.rawValue))
+        var batch = encoded ?? encode(items, stage: stage)
+        try look(batch.lookups)
         // A line whose id is another user's stored message is rejected under its own line id instead.
         var items = items
         if let lineIDs {
-            let refused = Item.refuseIDsOfOtherUsers(&items, lineIDs: lineIDs) { owners[$0.rawValue] }
-            if !refused.isEmpty { try look(refused.map(\.rawValue)) }
+            var changed = items
+            let refused = Item.refuseIDsOfOtherUsers(&changed, lineIDs: lineIDs) { owners[$0.rawValue] }
+            if !refused.isEmpty {
+                for index in items.indices where changed[index].id != items[index].id {
+                    batch.rows[index] = encodeTextRow(changed[index], stage: stage)
+                }
+                items = changed
+                try look(lookupArrays(refused.map(\.rawValue)))
+            }
         }
         let event = try db.cachedStatement(sql: insertEventSQL)
         // Text items wait here until `rowsPerStatement` of them (or another kind of item, or the end) are written
@@ -97,29 +156,23 @@ extension SQLiteStore {
             waiting = 0
         }
         var written = 0
-        for item in items {
+        for (index, item) in items.enumerated() {
             let id = item.id.rawValue
             let before = previous[id]
             if skippingUnchanged, let before, before.hash == (item.contentHash ?? "") { continue }
             written += 1
-            let updatedAt = StorageDate.string(item.updatedAt)
             let createdAt = before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue
             let attempts = before.map { $0.attempts + 1 } ?? item.attempts
             // A row written again in the same batch counts its own earlier write as the previous one.
             previous[id] = (createdAt, attempts, item.status.rawValue, item.contentHash)
-            if usesTextColumnsOnly(item) {
-                let content = item.content
-                func text(_ value: String?) -> DatabaseValue { value?.databaseValue ?? .null }
-                itemValues += [
-                    id.databaseValue, item.kind.rawValue.databaseValue, item.userId.databaseValue, item.status.rawValue.databaseValue,
-                    text(item.reason), text(item.contentHash), attempts.databaseValue, createdAt, updatedAt.databaseValue,
-                    text(content?.text), text(content?.context), text(content?.kind), text(content?.source), text(item.textVerdict?.canonicalJSON),
-                    text(item.priority?.canonicalJSON), text(content?.recipientId), text(content?.conversationId),
-                    text(content?.sentAt.map(StorageDate.string)), text(content?.members.flatMap(ItemRow.json)),
-                    text(item.conversation.flatMap(ItemRow.json)),
-                ]
-                eventValues += [id.databaseValue, updatedAt.databaseValue, "verdict".databaseValue, text(before?.status),
-                                item.status.rawValue.databaseValue, stage.databaseValue, text(item.reason)]
+            if let row = batch.rows[index] {
+                let start = itemValues.count
+                itemValues.append(contentsOf: row.values)
+                itemValues[start + EncodedTextRow.attemptsColumn] = attempts.databaseValue
+                if before != nil { itemValues[start + EncodedTextRow.createdAtColumn] = createdAt }
+                let eventStart = eventValues.count
+                eventValues.append(contentsOf: row.event)
+                if let status = before?.status { eventValues[eventStart + EncodedTextRow.fromStatusColumn] = status.databaseValue }
                 waiting += 1
                 if waiting == rowsPerStatement { try writeWaiting() }
             } else {
@@ -129,7 +182,7 @@ extension SQLiteStore {
                 updated.attempts = attempts
                 if let stored = before?.createdAt, let date = Date.fromDatabaseValue(stored) { updated.createdAt = date }
                 try ItemRow(updated).save(db)
-                try event.execute(arguments: [id, updatedAt, "verdict", before?.status, item.status.rawValue, stage, item.reason])
+                try event.execute(arguments: [id, StorageDate.string(item.updatedAt), "verdict", before?.status, item.status.rawValue, stage, item.reason])
             }
         }
         try writeWaiting()

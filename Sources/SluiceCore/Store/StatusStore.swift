@@ -45,6 +45,12 @@ public protocol StatusStore: Sendable {
     /// transaction as the writes. Returns how many were written.
     @discardableResult
     func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int
+    /// A batch for `recordChangedVerdicts(_:)` with the work that needs no database done (rows encoded), so a caller
+    /// can make the next batch ready while the store writes this one. The default does nothing ahead.
+    func prepareChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) -> PreparedVerdicts
+    /// `recordChangedVerdicts(_:lineIDs:stage:)` of a prepared batch.
+    @discardableResult
+    func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int
     /// An event without changing the item (e.g. a pending file finished after a restart).
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.
@@ -263,6 +269,15 @@ public protocol StatusStore: Sendable {
 }
 
 extension StatusStore {
+    public func prepareChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) -> PreparedVerdicts {
+        PreparedVerdicts(items: items, lineIDs: lineIDs, stage: stage, encoding: nil)
+    }
+
+    @discardableResult
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int {
+        try await recordChangedVerdicts(prepared.items, lineIDs: prepared.lineIDs, stage: prepared.stage)
+    }
+
     public func items(status: ItemStatus? = nil, kind: ItemKind? = nil) async throws(StoreError) -> [Item] {
         try await items(status: status, kind: kind, limit: nil)
     }
@@ -284,6 +299,23 @@ extension StatusStore {
 
     public func publishMetrics(source: String, body: String) async throws(StoreError) {
         try await publishMetrics(source: source, body: body, at: Date())
+    }
+}
+
+/// A batch of verdicts made ready by a store's `prepareChangedVerdicts` (the items as given, and the store's own
+/// encoding of their rows, if it makes one).
+public struct PreparedVerdicts: Sendable {
+    public let items: [Item]
+    public let lineIDs: [ItemID]
+    public let stage: String
+    /// The store's encoding of `items`; only the store that made it reads it.
+    public let encoding: (any Sendable)?
+
+    public init(items: [Item], lineIDs: [ItemID], stage: String, encoding: (any Sendable)?) {
+        self.items = items
+        self.lineIDs = lineIDs
+        self.stage = stage
+        self.encoding = encoding
     }
 }
 
