@@ -281,6 +281,32 @@ import Testing
         #expect(state.current == 5 && !state.allowed)
         #expect(try await store.recordRateLimitCounts([:]).isEmpty)
     }
+
+    /// An exchange of a busy API process: hundreds of windows at once (more than one statement's worth), new and
+    /// known ones, counts and reads mixed, of keys with an ended window. Every total is the sum of what was sent,
+    /// and each key's ended window goes when its new one starts.
+    @Test(arguments: StoreBackend.available)
+    func rateLimitExchangesOfManyWindowsAddUp(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let users = (0..<250).map { "text_message:user\($0)" }
+        let ended = Dictionary(uniqueKeysWithValues: users.enumerated().filter { $0.offset % 3 == 0 }
+            .map { (CounterSlot(key: $0.element, windowStart: 1_799_999_940), $0.offset + 1) })
+        #expect(try await store.recordRateLimitCounts(ended) == ended)
+        let current = users.map { CounterSlot(key: $0, windowStart: 1_800_000_000) }
+        var expected: [CounterSlot: Int] = [:]
+        for round in 1...3 {
+            // Each round counts for most windows and only reads the others (0), as an exchange does.
+            let amounts = Dictionary(uniqueKeysWithValues: current.enumerated().map { ($0.element, ($0.offset + round) % 4) })
+            for (slot, amount) in amounts { expected[slot, default: 0] += amount }
+            #expect(try await store.recordRateLimitCounts(amounts) == expected, "round \(round)")
+        }
+        #expect(try await store.rateLimitTotals(current) == expected)
+        let endedTotals = try await store.rateLimitTotals(Array(ended.keys))
+        for (slot, total) in endedTotals {
+            let started = (expected[CounterSlot(key: slot.key, windowStart: 1_800_000_000)] ?? 0) > 0
+            #expect(total == (started ? 0 : ended[slot]), "\(slot): an ended window goes once its key counts in a new one")
+        }
+    }
 }
 
 /// Every `StatusStore` implementation the contract runs against.

@@ -13,8 +13,8 @@ import Synchronization
 /// comes; without it, the count is read before the request is judged.
 ///
 /// How far over a limit a user can get: in one process, by what it admits for them while their window's count is
-/// read in the background (a few milliseconds; one request when the user waits for answers), and otherwise not
-/// at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
+/// read in the background (a few milliseconds: new windows are read together, 5 ms after the first; one request when
+/// the user waits for answers), and otherwise not at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
 /// requests over them can get through, on top of that, what the other processes admitted for them since this
 /// process's last exchange: at most one `interval` of their requests. Counts not yet written when a process is
 /// killed are lost (at most one `interval`); a graceful stop writes them.
@@ -201,9 +201,16 @@ final class RateLimitLedger: Service, Sendable {
         try? await exchange()
     }
 
+    /// How long the background reader waits after a new window before reading, so windows that start meanwhile are read
+    /// in the same statement batch.
+    static let readGathering = Duration.milliseconds(5)
+
     /// Reads the store's counts of provisional windows, as many at once as have been asked for since the last read.
     private func readProvisionalWindows() async {
         for await _ in doorbell {
+            // The windows that start in the next few milliseconds are read with this one: with many users each new
+            // window rang for a read of its own (thousands a second), each a trip to a reader connection.
+            try? await Task.sleep(for: Self.readGathering)
             let slots = state.withLock { state in
                 defer { state.toRead.removeAll(keepingCapacity: true) }
                 return state.toRead.filter { state.windows[$0]?.provisional == true }
