@@ -145,6 +145,7 @@ final class RateLimitLedger: Service, Sendable {
                     state.windows[slot]?.pending = 0
                 }
             }
+            await Task.yield()
         }
         let totals: [CounterSlot: Int]
         do {
@@ -169,6 +170,7 @@ final class RateLimitLedger: Service, Sendable {
                     state.windows[slot]?.provisional = false
                 }
             }
+            await Task.yield()
         }
         state.withLock { state in
             // Ended windows with nothing left to write are forgotten, every 10 s.
