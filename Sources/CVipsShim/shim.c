@@ -166,6 +166,12 @@ int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len) {
     return 1;
 }
 
+int sluice_vips_xmp_blob(VipsImage *in, const void **data, size_t *len) {
+    if (vips_image_get_typeof(in, VIPS_META_XMP_NAME) == 0) return 0;
+    if (vips_image_get_blob(in, VIPS_META_XMP_NAME, data, len)) return 0;
+    return 1;
+}
+
 char *sluice_vips_error_copy(void) {
     return vips_error_buffer_copy();
 }

@@ -13,6 +13,21 @@ public enum ExifReader {
 
     private static let exifHeader: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0x00, 0x00]
 
+    /// Whether an XMP packet gives a location: one of the EXIF namespace's GPS coordinates (`GPSLatitude`,
+    /// `GPSLongitude`, `GPSAltitude`), written as an element or an attribute under whatever prefix the packet binds
+    /// to it. Only names are matched, not values, so an empty or odd value still counts: the point is to report what
+    /// the upload carried.
+    public static func xmpHasGPS(_ packet: UnsafeRawBufferPointer) -> Bool {
+        let names: [[UInt8]] = [Array(":GPSLatitude".utf8), Array(":GPSLongitude".utf8), Array(":GPSAltitude".utf8)]
+        guard packet.count >= names[0].count else { return false }
+        for start in 0...(packet.count - names[0].count) where packet[start] == UInt8(ascii: ":") {
+            for name in names where start + name.count <= packet.count {
+                if zip(name, packet[start..<(start + name.count)]).allSatisfy({ $0 == $1 }) { return true }
+            }
+        }
+        return false
+    }
+
     private static func findings(exifWithHeader block: UnsafeBufferPointer<UInt8>) -> ExifFindings {
         guard let base = block.baseAddress, block.count > 14, let exif = exif_data_new() else { return .none }
         defer { exif_data_unref(exif) }

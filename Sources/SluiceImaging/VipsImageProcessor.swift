@@ -150,6 +150,12 @@ public struct VipsImageProcessor: ImageProcessor {
         if sluice_vips_exif_blob(header, &blob, &blobLength) == 1, let blob {
             exif = ExifReader.findings(fromExifBlock: UnsafeRawBufferPointer(start: blob, count: blobLength))
         }
+        // A location can be written in XMP alone (editors and some phones' apps do): it is stripped with the rest, and
+        // reported as GPS the upload carried.
+        if !exif.hadGPS, sluice_vips_xmp_blob(header, &blob, &blobLength) == 1, let blob,
+           ExifReader.xmpHasGPS(UnsafeRawBufferPointer(start: blob, count: blobLength)) {
+            exif.hadGPS = true
+        }
 
         // The one decode: shrink-on-load, rotate, sRGB; then kept in memory for all three encodes.
         var decoded: UnsafeMutablePointer<VipsImage>?

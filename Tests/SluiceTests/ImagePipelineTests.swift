@@ -162,6 +162,40 @@ import Testing
         #expect(try await store.item("carol/coins")?.status == .approved, "greyscale PNG becomes an sRGB JPEG")
     }
 
+    /// A location written only in XMP (an editor's or an app's, no EXIF GPS directory) is reported as GPS the upload
+    /// carried, and stripped like the rest; an XMP packet without one is not.
+    @Test func xmpOnlyGPSIsRecordedAndStripped() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let hopper = try #require(TestEnvironment.fixtureFiles("images/exif-edge").first { $0.lastPathComponent == "hopper.jpg" })
+        let plain = try read(hopper)
+        func withXMP(_ description: String) -> Data {
+            let packet = #"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/">"#
+                + #"<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">"# + description
+                + #"</rdf:RDF></x:xmpmeta><?xpacket end="w"?>"#
+            let payload = Array("http://ns.adobe.com/xap/1.0/\0".utf8) + Array(packet.utf8)
+            let length = payload.count + 2
+            return Data([0xFF, 0xD8, 0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + plain.dropFirst(2)
+        }
+        let files = [
+            ("located", withXMP(#"<rdf:Description rdf:about="" xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="48,51.5N" exif:GPSLongitude="2,17.4E"/>"#)),
+            ("element", withXMP(#"<rdf:Description rdf:about="" xmlns:e="http://ns.adobe.com/exif/1.0/"><e:GPSLongitude>2,17.4E</e:GPSLongitude></rdf:Description>"#)),
+            ("unlocated", withXMP(#"<rdf:Description rdf:about="" xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmp:CreatorTool="an editor"/>"#)),
+        ]
+        for (name, bytes) in files {
+            #expect(JPEGInspector.metadataSegments(bytes).contains("XMP"), "\(name): \(JPEGInspector.metadataSegments(bytes))")
+            try root.drop(bytes, user: "dora", name: "\(name).jpg")
+        }
+        let store = try await runOnce(root, server: server)
+        for (name, _) in files {
+            let item = try #require(try await store.item("dora/\(name)"))
+            #expect(item.status == .approved, "\(name): \(item.status) \(item.reason ?? "")")
+            #expect(item.exif?.hadGPS == (name != "unlocated"), "\(name)")
+            #expect(JPEGInspector.metadataSegments(try read(root.file("approved/dora/\(name).jpg"))).isEmpty)
+        }
+    }
+
     @Test func hostileFilesAreRejectedWithAReason() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)

@@ -50,6 +50,8 @@ int sluice_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int qual
 
 /* The raw EXIF block libvips found (JPEG APP1, PNG eXIf, WebP/HEIF EXIF), or 0 when none. */
 int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len);
+/* The image's XMP packet (libvips' "xmp-data"): 1 and the bytes when it has one, else 0. */
+int sluice_vips_xmp_blob(VipsImage *in, const void **data, size_t *len);
 
 /* A copy of libvips' error buffer (caller frees with g_free), and clears it. */
 char *sluice_vips_error_copy(void);
