@@ -93,19 +93,19 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
 }
 
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile, int jpeg_shrink, int libvips_reduction) {
+                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction) {
     /* Only an embedded profile needs the (costly, per-pixel) ICC transform; without one the pixels are
      * taken as sRGB already and anything else is converted by sluice_vips_to_srgb afterwards. */
     const char *profile = has_icc_profile ? "srgb" : NULL;
-    if (jpeg_shrink > 1 || (jpeg_shrink == 1 && !libvips_reduction)) {
+    if (load_shrink >= 1) {
         /* libvips' thumbnail leaves a factor of two for its final reduction, so a 12 MP photo fitted into
          * 1920 px is decoded at full size. libjpeg's DCT-domain shrink gives the same result from a quarter of
          * the pixels (as sharp's default fastShrinkOnLoad does); the Lanczos reduction then does the rest,
          * turning upright and exporting sRGB as before. At 1 (a JPEG less than twice too large, a PNG: neither
          * is shrunk on load by vips_thumbnail either) the image is loaded whole and fitted the same way. */
-        VipsImage *loaded = jpeg_shrink > 1
+        VipsImage *loaded = load_shrink > 1
             ? vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "",
-                                         "shrink", jpeg_shrink, "access", VIPS_ACCESS_SEQUENTIAL, NULL)
+                                         "shrink", load_shrink, "access", VIPS_ACCESS_SEQUENTIAL, NULL)
             : vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
         if (!loaded) return -1;
         int result = libvips_reduction ? libvips_fit(loaded, out, width, height, profile)

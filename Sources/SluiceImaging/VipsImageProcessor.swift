@@ -161,15 +161,17 @@ public struct VipsImageProcessor: ImageProcessor {
         var decoded: UnsafeMutablePointer<VipsImage>?
         let (width, height) = (Int(header.pointee.Xsize), Int(header.pointee.Ysize))
         // JPEG and PNG are loaded by the shim and fitted with its reduction (a JPEG shrunk on load by libjpeg first);
-        // other formats (0) by libvips' thumbnail, which shrinks WebP and HEIF on load its own way.
-        let jpegShrink = switch format {
-        case .jpeg: Self.jpegShrink(longSide: max(width, height), shortSide: min(width, height), maxSide: options.maxSide)
-        case .png: 1
+        // other formats (0) by libvips' thumbnail, which shrinks WebP and HEIF on load its own way. With libvips'
+        // reduction (a comparison), libvips' thumbnail also loads whatever libjpeg would not shrink.
+        let jpegShrink = Self.jpegShrink(longSide: max(width, height), shortSide: min(width, height), maxSide: options.maxSide)
+        let loadShrink = switch format {
+        case .jpeg where jpegShrink > 1: jpegShrink
+        case .jpeg, .png: libvipsReduction ? 0 : 1
         case .webp, .gif, .heif, .avif: 0
         }
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
                                            Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
-                                           sluice_vips_has_icc(header), Int32(jpegShrink), libvipsReduction ? 1 : 0) == 0, let decoded
+                                           sluice_vips_has_icc(header), Int32(loadShrink), libvipsReduction ? 1 : 0) == 0, let decoded
         else { throw decodeError(format) }
         var current = decoded
         var handedOver = false

@@ -16,15 +16,16 @@ const char *sluice_vips_loader(const void *buf, size_t len);
 VipsImage *sluice_vips_open_header(const void *buf, size_t len);
 
 /* The one decode: shrink-on-load to fit width x height (only ever down), auto-rotate by EXIF orientation,
- * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning". A JPEG with
- * `jpeg_shrink` 2, 4 or 8 (the caller picks the largest that leaves the long side at least `width`) is decoded
- * at that fraction by libjpeg; with 1 (a JPEG less than twice too large, a PNG) it is decoded whole; either way
- * it is then fitted as vips_thumbnail_image would (an 8-bit 3-band image by libvips' reducev and
- * sluice_reduceh_lanczos3_upright, then its embedded profile's transform to sRGB, the same pixels;
- * `libvips_reduction` 1 keeps libvips' thumbnail for it, for comparison). 0 (other formats) leaves it all to
- * vips_thumbnail. */
+ * import any embedded ICC profile and export sRGB. `loader_options` such as "fail_on=warning".
+ * `load_shrink` says who loads the image: 0 leaves loading and fitting to vips_thumbnail (WebP, GIF, HEIF: their
+ * loaders shrink on load their own way); 1 or more has the shim load it itself, a JPEG at 1/`load_shrink` of its
+ * size by libjpeg's DCT shrink (2, 4 or 8: the caller picks the largest that leaves the long side at least `width`),
+ * 1 whole (a JPEG less than twice too large, a PNG), and then fit it as vips_thumbnail_image would: an 8-bit 3-band
+ * sRGB image by libvips' reducev and sluice_reduceh_lanczos3_upright, then its embedded profile's transform to sRGB
+ * (the same pixels), anything else by vips_thumbnail_image; `libvips_reduction` 1 fits with vips_thumbnail_image
+ * always (for comparison). */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile, int jpeg_shrink, int libvips_reduction);
+                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction);
 
 /* vips_reduceh(in, shrink, kernel = lanczos3) then vips_autorot, in one pass and with the same pixels: unrolled
  * (AVX2 on x86-64) for 8-bit images of 3 bands reduced by less than 4, the pixels written where `in`'s EXIF
