@@ -99,7 +99,8 @@ public struct TextQueueIngestor: Sendable {
         var run: PipelineRun<Prioritised>
     }
 
-    /// Runs the lines through the intake pipeline (all at once when there is more than one); runs in line order.
+    /// Runs the lines through the intake pipeline: one after another, or `text.classifierMaxInFlight` at a time when a
+    /// classifier is called; the runs come back in line order.
     func judge(_ lines: [(line: Data, number: Int)], file name: String, mayBeReplay: Bool = false) async -> [Judged] {
         let (sourcePrefix, idPrefix) = ("queues/text/\(name):", "\(name):")
         let inputs = lines.map {
@@ -118,8 +119,8 @@ public struct TextQueueIngestor: Sendable {
 
     /// A batch's items in line order, and how many of them are rejected lines and how many were superseded: within a
     /// batch the last line for an id is the one recorded (recording the earlier ones too would make a replay after a
-    /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's write task
-    /// once the batch before it is written, beside the judging of the next batch.
+    /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's preparation
+    /// task once the batch before it is made, beside the judging of the next batch and the writing of the one before.
     static func items(_ batch: [Judged]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
@@ -281,8 +282,9 @@ public struct TextQueueIngestor: Sendable {
             var superseded: Int
         }
 
-        /// Lines are judged one at a time, or a window at a time when a text classifier is called (its latency, not
-        /// Sluice, sets the pace); either way they are recorded in file order.
+        /// Lines handed to the judging at a time (at least 256; `text.classifierMaxInFlight` when more): judged one
+        /// at a time, or that many at once when a text classifier is called (its latency, not Sluice, sets the pace);
+        /// either way they are recorded in file order.
         var window: Int { max(256, ingestor.pipeline.concurrentLines) }
 
         mutating func judgePending() async throws {

@@ -13,15 +13,20 @@ public enum ExifReader {
 
     private static let exifHeader: [UInt8] = [0x45, 0x78, 0x69, 0x66, 0x00, 0x00]
 
-    /// Whether an XMP packet gives a location: one of the EXIF namespace's GPS coordinates (`GPSLatitude`,
-    /// `GPSLongitude`, `GPSAltitude`), written as an element or an attribute under whatever prefix the packet binds
-    /// to it. Only names are matched, not values, so an empty or odd value still counts: the point is to report what
-    /// the upload carried.
+    /// Whether an XMP packet gives a location: one of the EXIF schema's GPS coordinates (`GPSLatitude`,
+    /// `GPSLongitude`, `GPSAltitude`) as an attribute or an element, under any prefix or as a default-namespace
+    /// element. Names are told by the bytes around them (`:` or `<` before; `=`, `>`, `/` or white space after), not
+    /// by parsing the XML, and values are not read, so an empty or odd value still counts: the point is to report
+    /// what the upload carried.
     public static func xmpHasGPS(_ packet: UnsafeRawBufferPointer) -> Bool {
-        let names: [[UInt8]] = [Array(":GPSLatitude".utf8), Array(":GPSLongitude".utf8), Array(":GPSAltitude".utf8)]
-        guard packet.count >= names[0].count else { return false }
-        for start in 0...(packet.count - names[0].count) where packet[start] == UInt8(ascii: ":") {
-            for name in names where start + name.count <= packet.count {
+        let names: [[UInt8]] = [Array("GPSLatitude".utf8), Array("GPSLongitude".utf8), Array("GPSAltitude".utf8)]
+        func ends(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: "=") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "/") || byte == 0x20 || byte == 0x09
+                || byte == 0x0A || byte == 0x0D
+        }
+        guard packet.count > 12 else { return false }
+        for start in 1..<packet.count where packet[start - 1] == UInt8(ascii: ":") || packet[start - 1] == UInt8(ascii: "<") {
+            for name in names where start + name.count < packet.count && ends(packet[start + name.count]) {
                 if zip(name, packet[start..<(start + name.count)]).allSatisfy({ $0 == $1 }) { return true }
             }
         }

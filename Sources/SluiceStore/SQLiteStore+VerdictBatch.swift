@@ -127,7 +127,8 @@ extension SQLiteStore {
             var changed = items
             let refused = Item.refuseIDsOfOtherUsers(&changed, lineIDs: lineIDs) { owners[$0.rawValue] }
             if !refused.isEmpty {
-                for index in items.indices where changed[index].id != items[index].id {
+                // A refused line keeps its id when that id is its own line id (`file:N` is a valid id).
+                for index in items.indices where changed[index] != items[index] {
                     batch.rows[index] = encodeTextRow(changed[index], stage: stage)
                 }
                 items = changed

@@ -13,8 +13,8 @@ import Synchronization
 /// comes; without it, the count is read before the request is judged.
 ///
 /// How far over a limit a user can get: in one process, by what it admits for them while their window's count is
-/// read in the background (a few milliseconds: new windows are read together, 5 ms after the first; one request when
-/// the user waits for answers), and otherwise not at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
+/// read in the background (`readGathering`, 5 ms, and one read: the windows that start meanwhile are read with it; a
+/// few requests when the user waits for each answer), and otherwise not at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
 /// requests over them can get through, on top of that, what the other processes admitted for them since this
 /// process's last exchange: at most one `interval` of their requests. Counts not yet written when a process is
 /// killed are lost (at most one `interval`); a graceful stop writes them.
@@ -226,7 +226,9 @@ final class RateLimitLedger: Service, Sendable {
                 continue
             }
             state.withLock { state in
-                for (slot, total) in totals where state.windows[slot]?.provisional == true {
+                // A window an exchange is sending gets the store's total from that exchange (read now, the total may
+                // already hold what is being sent, which would then be counted twice until the exchange ends).
+                for (slot, total) in totals where state.windows[slot]?.provisional == true && state.windows[slot]?.sending == 0 {
                     state.windows[slot]?.stored = total
                     state.windows[slot]?.provisional = false
                 }
