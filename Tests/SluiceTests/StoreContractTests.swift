@@ -266,6 +266,27 @@ import Testing
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
     }
 
+    /// Counts written with a message dated far ahead of this host's clock (an app's `sentAt`) never sweep away the
+    /// windows being counted now: the stores sweep ended windows now and then (1 write in 64), and a sweep by such a
+    /// date took every current counter with it, so the next count started from zero. 400 writes: without the guard
+    /// the current windows go with a probability of 99.8%.
+    @Test(arguments: StoreBackend.available)
+    func countersDatedAheadDoNotSweepCurrentWindows(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let current = Int(Date().timeIntervalSince1970) / 60 * 60
+        let flood = CounterSlot(key: "spam.flood:ann", windowStart: current)
+        let recipients = CounterSlot(key: "spam.duplicates:ann:abc", windowStart: current)
+        _ = try await store.recordMessageTally(MessageTally(amounts: [flood: 3], members: [recipients: ["bob"]]), now: Date())
+        let nextYear = Date().addingTimeInterval(365 * 86_400)
+        for index in 0..<400 {
+            let ahead = CounterSlot(key: "spam.flood:zed\(index)", windowStart: Int(nextYear.timeIntervalSince1970) / 60 * 60)
+            _ = try await store.recordMessageTally(MessageTally(amounts: [ahead: 1]), now: nextYear)
+        }
+        let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [flood], distinct: [recipients])
+        #expect(state.totals == [flood: 3])
+        #expect(state.members == [recipients: ["bob"]])
+    }
+
     @Test(arguments: StoreBackend.available)
     func rateLimitCountsFromSeveralProcessesAddUp(backend: StoreBackend) async throws {
         let store = try await backend.open()

@@ -185,8 +185,9 @@ extension PostgresStore {
                 }
             }
             if sweep {
-                // Windows that ended go now and then (a full sweep of both tables), not on every message.
-                let cutoff = Int(now.timeIntervalSince1970) - 31 * 86_400
+                // Windows that ended go now and then (a full sweep of both tables), not on every message; never by a
+                // `sentAt` ahead of this host's clock (see SQLiteStore.sweepCounters).
+                let cutoff = Int(min(now, Date()).timeIntervalSince1970) - 31 * 86_400
                 try await connection.run("DELETE FROM spamCounter WHERE windowStart < \(cutoff)", logger: logger)
                 try await connection.run("DELETE FROM spamDistinct WHERE windowStart < \(cutoff)", logger: logger)
             }
