@@ -106,13 +106,7 @@ public struct TextQueueIngestor: Sendable {
         let inputs = lines.map {
             QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number), fallbackID: ItemID(idPrefix + String($0.number)), mayBeReplay: mayBeReplay)
         }
-        // One at a time (the conversation rules count lines in file order), in a plain loop: no task per line.
-        guard pipeline.concurrentLines > 1 else {
-            var judged: [Judged] = []
-            judged.reserveCapacity(inputs.count)
-            for input in inputs { judged.append(Judged(fallbackID: input.fallbackID, run: await pipeline.intake.run(input, context: .intake))) }
-            return judged
-        }
+        // One at a time without a classifier: the conversation rules count lines in file order.
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: pipeline.concurrentLines)
         return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
     }

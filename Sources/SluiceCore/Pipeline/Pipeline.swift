@@ -89,13 +89,16 @@ public struct Pipeline<Input: ItemFacts, Output: ItemFacts>: Sendable {
     }
 
     /// Runs every input, `concurrency` at a time (a provider's latency, not the CPU, sets the pace), with the
-    /// runs in input order.
-    /// Inlinable (specialised where it is called): the text queue calls it for every line.
+    /// runs in input order. One at a time they run in a plain loop, in order, with no task per input.
+    /// Inlinable (specialised where it is called): the text queue calls it for every window of lines.
     @inlinable public func run(_ inputs: [Input], context: StageContext, concurrency: Int) async -> [PipelineRun<Output>] {
-        if inputs.count == 1, let only = inputs.first { return [await run(only, context: context)] }
         var runs: [PipelineRun<Output>] = []
         runs.reserveCapacity(inputs.count)
-        let window = max(1, concurrency)
+        if inputs.count == 1 || concurrency <= 1 {
+            for input in inputs { runs.append(await run(input, context: context)) }
+            return runs
+        }
+        let window = concurrency
         for start in stride(from: 0, to: inputs.count, by: window) {
             let chunk = inputs[start..<min(start + window, inputs.count)]
             runs += await withTaskGroup(of: (Int, PipelineRun<Output>).self) { group in
