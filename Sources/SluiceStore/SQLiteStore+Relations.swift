@@ -140,10 +140,10 @@ extension SQLiteStore {
     }
 
     /// Windows that ended go now and then (a full sweep of both tables), not on every message. `now` is a message's
-    /// `sentAt` (the app's word): one dated ahead of this host's clock must not end windows still being counted (a
-    /// line dated next year swept every current counter, and the next flush then counted them from zero).
+    /// `sentAt`: one dated ahead of this host's clock must not end windows still being counted (a line dated next
+    /// year swept every current counter, and the next flush then counted them from zero): `MessageTally.sweepCutoff`.
     static func sweepCounters(_ db: Database, now: Date) throws {
-        let cutoff = Int(min(now, Date()).timeIntervalSince1970) - 31 * 86_400
+        let cutoff = MessageTally.sweepCutoff(sentAt: now)
         try db.execute(sql: "DELETE FROM spamCounter WHERE windowStart < ?", arguments: [cutoff])
         try db.execute(sql: "DELETE FROM spamDistinct WHERE windowStart < ?", arguments: [cutoff])
     }

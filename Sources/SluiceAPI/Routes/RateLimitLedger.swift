@@ -14,9 +14,10 @@ import Synchronization
 ///
 /// How far over a limit a user can get: in one process, by what it admits for them while their window's count is
 /// read in the background (`readGathering`, 5 ms, and one read: the windows that start meanwhile are read with it; a
-/// few requests when the user waits for each answer), and otherwise not at all. With several processes, each admits against what it knew at its last exchange, so a user spreading
-/// requests over them can get through, on top of that, what the other processes admitted for them since this
-/// process's last exchange: at most one `interval` of their requests. Counts not yet written when a process is
+/// few requests when the user waits for each answer), and otherwise not at all. With several processes, each admits
+/// against what it knew at its last exchange, so a user spreading requests over them can get through, on top of
+/// that, what the other processes admitted for them since this process's last exchange: at most one `interval` of
+/// their requests. Counts not yet written when a process is
 /// killed are lost (at most one `interval`); a graceful stop writes them.
 final class RateLimitLedger: Service, Sendable {
     struct Window {

@@ -57,6 +57,13 @@ public struct MessageTally: Sendable, Equatable {
     /// Every slot the tally adds to.
     public var slots: Set<CounterSlot> { Set(amounts.keys).union(members.keys) }
 
+    /// Counter windows starting before this (seconds since 1970) have ended and may be swept: 31 days (the longest
+    /// window, 30 days, and a day's grace) before the earlier of `sentAt` — the message's time, the app's word — and
+    /// this host's clock, so a message dated ahead cannot end the windows still being counted.
+    public static func sweepCutoff(sentAt: Date) -> Int {
+        Int(min(sentAt, Date()).timeIntervalSince1970) - 31 * 86_400
+    }
+
     /// Adds `other` after this tally's own additions (a failed write is merged back in front of newer counts).
     public mutating func merge(_ other: MessageTally) {
         requests += other.requests

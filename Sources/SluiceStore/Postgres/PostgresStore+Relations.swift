@@ -186,8 +186,8 @@ extension PostgresStore {
             }
             if sweep {
                 // Windows that ended go now and then (a full sweep of both tables), not on every message; never by a
-                // `sentAt` ahead of this host's clock (see SQLiteStore.sweepCounters).
-                let cutoff = Int(min(now, Date()).timeIntervalSince1970) - 31 * 86_400
+                // `sentAt` ahead of this host's clock.
+                let cutoff = MessageTally.sweepCutoff(sentAt: now)
                 try await connection.run("DELETE FROM spamCounter WHERE windowStart < \(cutoff)", logger: logger)
                 try await connection.run("DELETE FROM spamDistinct WHERE windowStart < \(cutoff)", logger: logger)
             }
