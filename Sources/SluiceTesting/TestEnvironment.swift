@@ -101,7 +101,7 @@ public final class TemporaryDataRoot: Sendable {
           "concurrency": { "cpu": 2, "items": 8 }\(extra.contains("\"store\"") ? "" : storeConfigEntry)\(extra.contains("\"text\"") ? "" : ",\n  \"text\": { \"wordlistsDirectory\": \"\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)\" }")\(extra.isEmpty ? "" : ",\n  " + extra)
         }
         """
-        try Data(json.utf8).write(to: file)
+        try Data(json.utf8).writeClosingOnExec(to: file)
         return file
     }
 
@@ -111,7 +111,7 @@ public final class TemporaryDataRoot: Sendable {
         let folder = pending.appendingPathComponent(user)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let temp = folder.appendingPathComponent(".\(name).\(UUID().uuidString)")
-        try FileManager.default.copyItem(at: source, to: temp)
+        try FileManager.default.copyClosingOnExec(at: source, to: temp)
         let destination = folder.appendingPathComponent(name)
         guard rename(temp.path, destination.path) == 0 else { throw CocoaError(.fileWriteUnknown) }
         return destination
@@ -123,7 +123,7 @@ public final class TemporaryDataRoot: Sendable {
         let folder = pending.appendingPathComponent(user)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let destination = folder.appendingPathComponent(name)
-        try data.write(to: destination)
+        try data.writeClosingOnExec(to: destination)
         return destination
     }
 
@@ -133,7 +133,7 @@ public final class TemporaryDataRoot: Sendable {
     public func writeQueue(_ name: String, _ lines: [String]) throws {
         let folder = url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent(name))
+        try Data((lines.joined(separator: "\n") + "\n").utf8).writeClosingOnExec(to: folder.appendingPathComponent(name))
     }
 
     public func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: file(relative).path) }

@@ -34,7 +34,7 @@ import Testing
         {"id": "t1", "userId": "u", "text": "please frobnicate the widget"}
         {"id": "t2", "userId": "u", "text": "nice cocktail bar"}
         {"id": "t3", "userId": "u", "text": "total sh1t"}
-        """.utf8).write(to: queue.appendingPathComponent("t.jsonl"))
+        """.utf8).writeClosingOnExec(to: queue.appendingPathComponent("t.jsonl"))
         let config = try root.writeConfigFile(endpoint: endpoint)
         #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
         return config
@@ -60,15 +60,15 @@ import Testing
         let swapped = try await FakeVisionServer.start(Self.swapped)
         defer { swapped.stop() }
         let words = root.url.appendingPathComponent("house.tsv")
-        try Data("frobnicate\tstrong\tother\tword\n".utf8).write(to: words)
+        try Data("frobnicate\tstrong\tother\tword\n".utf8).writeClosingOnExec(to: words)
         let newConfig = try root.writeConfigFile(endpoint: swapped.endpoint, extra: """
         "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)", "wordlists": ["\(words.path)"]}
         """)
         // An operator's term is not kept off by the built-in allowlist (which has "hello", for "hell"): the operator means it.
-        try Data("frobnicate\tstrong\tother\tword\nhello\tmild\tother\tword\n".utf8).write(to: words)
+        try Data("frobnicate\tstrong\tother\tword\nhello\tmild\tother\tword\n".utf8).writeClosingOnExec(to: words)
         let hello = try await shell(TestEnvironment.sluiceBinary, ["check-text", "hello there", "--json", "--config", newConfig.path])
         #expect(hello.stdout.contains("\"hello\""), "the operator's term is matched: \(hello.stdout)")
-        try Data("frobnicate\tstrong\tother\tword\n".utf8).write(to: words)
+        try Data("frobnicate\tstrong\tother\tword\n".utf8).writeClosingOnExec(to: words)
         let before = try snapshot(root)
         let dry = try await shell(TestEnvironment.sluiceBinary, ["reprocess", "--dry-run", "--json", "--config", newConfig.path])
         #expect(dry.status == 0, "\(dry.stderr)")
@@ -196,12 +196,12 @@ import Testing
         let source = root.url.appendingPathComponent("old-backlog")
         try FileManager.default.createDirectory(at: source.appendingPathComponent("alice"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: source.appendingPathComponent("bad user"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("alice/r1.jpg"))
-        try FileManager.default.copyItem(at: TestEnvironment.fixture("images/photos/coins.png"), to: source.appendingPathComponent("alice/c1.png"))
-        try Data("not an image".utf8).write(to: source.appendingPathComponent("alice/notes.jpg"))
-        try FileManager.default.copyItem(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("alice/has space.jpg"))
-        try FileManager.default.copyItem(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("bad user/x.jpg"))
-        try Data("%PDF-1.4".utf8).write(to: source.appendingPathComponent("alice/doc.pdf"))
+        try FileManager.default.copyClosingOnExec(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("alice/r1.jpg"))
+        try FileManager.default.copyClosingOnExec(at: TestEnvironment.fixture("images/photos/coins.png"), to: source.appendingPathComponent("alice/c1.png"))
+        try Data("not an image".utf8).writeClosingOnExec(to: source.appendingPathComponent("alice/notes.jpg"))
+        try FileManager.default.copyClosingOnExec(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("alice/has space.jpg"))
+        try FileManager.default.copyClosingOnExec(at: TestEnvironment.fixture("images/photos/rocket.jpg"), to: source.appendingPathComponent("bad user/x.jpg"))
+        try Data("%PDF-1.4".utf8).writeClosingOnExec(to: source.appendingPathComponent("alice/doc.pdf"))
         let before = try FileManager.default.subpathsOfDirectory(atPath: source.path).sorted()
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
@@ -228,7 +228,7 @@ import Testing
 
         let flat = root.url.appendingPathComponent("flat")
         try FileManager.default.createDirectory(at: flat, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: TestEnvironment.fixture("images/photos/grass.png"), to: flat.appendingPathComponent("g.png"))
+        try FileManager.default.copyClosingOnExec(at: TestEnvironment.fixture("images/photos/grass.png"), to: flat.appendingPathComponent("g.png"))
         let flatRun = try await shell(TestEnvironment.sluiceBinary, ["ingest", flat.path, "--user", "bob", "--config", config.path])
         #expect(flatRun.status == 0 && flatRun.stdout.contains("copied 1"))
         #expect(root.exists("pending/bob/g.png"))

@@ -304,7 +304,7 @@ import Testing
             let line = try JSONSerialization.data(withJSONObject: ["id": "n\(index)", "userId": "u9", "text": string])
             lines += String(decoding: line, as: UTF8.self) + "\n"
         }
-        try Data(lines.utf8).write(to: queue.appendingPathComponent("blns.jsonl"))
+        try Data(lines.utf8).writeClosingOnExec(to: queue.appendingPathComponent("blns.jsonl"))
         let vision = try await FakeVisionServer.always(Self.review)
         defer { vision.stop() }
         _ = try await runOnce(root, server: vision)

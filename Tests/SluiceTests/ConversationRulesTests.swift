@@ -31,7 +31,7 @@ import Testing
         let queue = root.url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
         let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
-        try Data(text.utf8).write(to: queue.appendingPathComponent("m-\(UUID().uuidString).jsonl"))
+        try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent("m-\(UUID().uuidString).jsonl"))
         let vision = try await FakeVisionServer.always(cleanResult)
         defer { vision.stop() }
         return try await runOnce(root, server: vision, edit: edit)
@@ -153,7 +153,7 @@ import Testing
         let queue = root.url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
         for _ in 0..<2 {
-            try Data(text.utf8).write(to: queue.appendingPathComponent("a.jsonl"))
+            try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent("a.jsonl"))
             _ = try await Self.send(root, [])
         }
         let store = try await Self.send(root, [["id": "a15", "userId": "xia", "recipientId": "yan", "text": "one more", "sentAt": Self.at(15)]])
@@ -372,7 +372,7 @@ import Testing
         {"type": "follow", "from": "cai", "to": "ann", "extra": 1}
         {"type": "user", "userId": "dee", "createdAt": true}
 
-        """.utf8).write(to: file)
+        """.utf8).writeClosingOnExec(to: file)
         let result = try await shell(TestEnvironment.sluiceBinary, ["relations", "import", file.path, "--json", "--config", config.path])
         #expect(result.status == 2, "bad lines make a non-zero exit: \(result.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -400,7 +400,7 @@ import Testing
         {"type": "user", "userId": "fut", "createdAt": 99999999999}
         {"type": "user", "userId": "neg", "createdAt": -1}
 
-        """.utf8).write(to: later)
+        """.utf8).writeClosingOnExec(to: later)
         let second = try await shell(TestEnvironment.sluiceBinary, ["relations", "import", later.path, "--json", "--config", config.path])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
         #expect(counts["applied"] as? Int == 1 && counts["unchanged"] as? Int == 1 && (counts["rejected"] as? [String])?.count == 2, "\(counts)")

@@ -67,7 +67,7 @@ import Testing
                   #"{"id": "bad-3", "userId": "t", "text": 5}"#, #"{"id": "bad-4", "userId": "t", "text": "x", "extra": 1}"#]
         let queue = root.url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        try Data(lines.joined(separator: "\n").utf8).write(to: queue.appendingPathComponent("corpus.jsonl"))
+        try Data(lines.joined(separator: "\n").utf8).writeClosingOnExec(to: queue.appendingPathComponent("corpus.jsonl"))
         return try root.writeConfigFile(endpoint: endpoint)
     }
 
@@ -102,7 +102,7 @@ import Testing
         let second = try await FakeVisionServer.start(Self.provider(shift: 2))
         defer { second.stop() }
         let words = root.url.appendingPathComponent("house.tsv")
-        try Data("frobnicate\tstrong\tother\tword\n".utf8).write(to: words)
+        try Data("frobnicate\tstrong\tother\tword\n".utf8).writeClosingOnExec(to: words)
         let newConfig = try root.writeConfigFile(endpoint: second.endpoint, extra: """
         "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)", "wordlists": ["\(words.path)"]}
         """)
@@ -119,7 +119,7 @@ import Testing
         let encoded = try JSONSerialization.data(withJSONObject: recording, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
         if ProcessInfo.processInfo.environment["SLUICE_RECORD_CORPUS"] == "1" {
             try FileManager.default.createDirectory(at: Self.golden.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try encoded.write(to: Self.golden)
+            try encoded.writeClosingOnExec(to: Self.golden)
             return
         }
         let expected = try #require(try? Data(contentsOf: Self.golden), "no recording at \(Self.golden.path)")

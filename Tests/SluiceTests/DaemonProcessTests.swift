@@ -216,7 +216,7 @@ import Testing
     @Test func badConfigStopsStartupNamingTheKey() async throws {
         let root = try TemporaryDataRoot()
         let config = root.url.appendingPathComponent("pipeline.json")
-        try Data(#"{"dataRoot": ".", "vision": {"endpiont": "http://x"}}"#.utf8).write(to: config)
+        try Data(#"{"dataRoot": ".", "vision": {"endpiont": "http://x"}}"#.utf8).writeClosingOnExec(to: config)
         let result = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path])
         #expect(result.status != 0)
         #expect(result.stderr.contains("unknown config key \"vision.endpiont\""), "\(result.stderr)")
@@ -225,7 +225,7 @@ import Testing
         #expect(missing.stderr.contains("cannot read config file"))
         // Reading a store that is not there (a mistyped dataRoot) names where it looked instead of creating one.
         let typo = root.url.appendingPathComponent("typo.json")
-        try Data(#"{"dataRoot": "nowhere"}"#.utf8).write(to: typo)
+        try Data(#"{"dataRoot": "nowhere"}"#.utf8).writeClosingOnExec(to: typo)
         let empty = try await shell(TestEnvironment.sluiceBinary, ["list", "--config", typo.path])
         #expect(empty.status != 0 && empty.stderr.contains("no status store at \(root.url.appendingPathComponent("nowhere").path)"), "\(empty.stderr)")
         #expect(!FileManager.default.fileExists(atPath: root.url.appendingPathComponent("nowhere/sluice.sqlite").path))

@@ -20,7 +20,7 @@ import Testing
         try FileManager.default.createSymbolicLink(atPath: root.pending.appendingPathComponent("u1/link").path, withDestinationPath: photo.path)
         try FileManager.default.createSymbolicLink(atPath: root.pending.appendingPathComponent("linkuser").path,
                                                    withDestinationPath: photo.deletingLastPathComponent().path)
-        try Data("x".utf8).write(to: root.pending.appendingPathComponent("loose.jpg"))
+        try Data("x".utf8).writeClosingOnExec(to: root.pending.appendingPathComponent("loose.jpg"))
         // A user who happens to be called _pending, with a file of the same name: neither original replaces the other.
         try root.drop(Data("y".utf8), user: "_pending", name: "loose.jpg")
 

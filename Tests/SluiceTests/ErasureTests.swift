@@ -28,7 +28,7 @@ import Testing
         try Data(#"""
             {"id": "m-1", "userId": "frank", "text": "see you at noon"}
             {"id": "g-1", "userId": "grace", "recipientId": "frank", "text": "noon works"}
-            """#.utf8).write(to: queue.appendingPathComponent("q.jsonl"))
+            """#.utf8).writeClosingOnExec(to: queue.appendingPathComponent("q.jsonl"))
         _ = try await runOnce(root, server: clean)
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "frank", name: "bad.png")
         let store = try await runOnce(root, server: blocked)

@@ -99,7 +99,7 @@ import Testing
         let root = try TemporaryDataRoot()
         let queue = root.url.appendingPathComponent("queues/text")
         try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        try Data(#"{"id": "t1", "userId": "u", "text": "please frobnicate the widget"}"#.utf8).write(to: queue.appendingPathComponent("a.jsonl"))
+        try Data(#"{"id": "t1", "userId": "u", "text": "please frobnicate the widget"}"#.utf8).writeClosingOnExec(to: queue.appendingPathComponent("a.jsonl"))
         let config = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1")
         #expect(try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "error"]).status == 0)
         let store = try await root.store()
@@ -111,7 +111,7 @@ import Testing
         #expect(approve.status == 0, "\(approve.stderr)")
 
         let words = root.url.appendingPathComponent("house.tsv")
-        try Data("frobnicate\tstrong\tother\tword\n".utf8).write(to: words)
+        try Data("frobnicate\tstrong\tother\tword\n".utf8).writeClosingOnExec(to: words)
         let strict = try root.writeConfigFile(endpoint: "http://127.0.0.1:9/v1", extra: """
         "text": {"wordlistsDirectory": "\(TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path)", "wordlists": ["\(words.path)"]}
         """)

@@ -8,7 +8,7 @@ import Testing
 @Suite struct LabelledEvaluationTests {
     func write(_ root: TemporaryDataRoot, _ name: String, _ lines: [String]) throws -> String {
         let file = root.url.appendingPathComponent(name)
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file)
+        try Data((lines.joined(separator: "\n") + "\n").utf8).writeClosingOnExec(to: file)
         return file.path
     }
 

@@ -195,13 +195,13 @@ import Testing
         }
         // A model file from before the follow-up part: the missing part is named.
         try Data(#"{"bands": ["high", "medium", "low"], "intercepts": [0, 1, 2], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}}"#.utf8)
-            .write(to: folder.appendingPathComponent("priority-en.model.json"))
+            .writeClosingOnExec(to: folder.appendingPathComponent("priority-en.model.json"))
         #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("followUpWords") }
         try Data(#"{"bands": ["high"], "intercepts": [0, 1], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}, "followUpWords": {"terms": [], "idf": [], "weights": []}}"#.utf8)
-            .write(to: folder.appendingPathComponent("priority-en.model.json"))
+            .writeClosingOnExec(to: folder.appendingPathComponent("priority-en.model.json"))
         #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("bands and intercepts") }
         try Data(#"{"bands": ["urgent", "later", "never"], "intercepts": [0, 1, 2], "words": {"terms": [], "idf": [], "weights": []}, "chars": {"terms": [], "idf": [], "weights": []}, "followUpWords": {"terms": [], "idf": [], "weights": []}}"#.utf8)
-            .write(to: folder.appendingPathComponent("priority-en.model.json"))
+            .writeClosingOnExec(to: folder.appendingPathComponent("priority-en.model.json"))
         #expect { try PriorityModel.load(directory: folder, language: "en") } throws: { error in "\(error)".contains("high, medium and low") }
     }
 

@@ -87,7 +87,7 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-prio-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Data("urgent\t35\turgent\nsoon\tlots\turgent\n".utf8).write(to: folder.appendingPathComponent("priority-xx.tsv"))
+        try Data("urgent\t35\turgent\nsoon\tlots\turgent\n".utf8).writeClosingOnExec(to: folder.appendingPathComponent("priority-xx.tsv"))
         #expect(throws: WordlistError.self) { try PriorityScorer.load(directory: folder, language: "xx") }
         do { _ = try PriorityScorer.load(directory: folder, language: "xx") } catch { #expect(error.description.contains("line 2")) }
     }

@@ -140,15 +140,15 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-words-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Data("# house rules\nfrobnicate\tstrong\tother\tword\n".utf8).write(to: folder.appendingPathComponent("house.tsv"))
-        try Data("shitake\nassassin\n".utf8).write(to: folder.appendingPathComponent("allow.txt"))
+        try Data("# house rules\nfrobnicate\tstrong\tother\tword\n".utf8).writeClosingOnExec(to: folder.appendingPathComponent("house.tsv"))
+        try Data("shitake\nassassin\n".utf8).writeClosingOnExec(to: folder.appendingPathComponent("allow.txt"))
         var config = TextConfig(wordlistsDirectory: TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists"))
         config.wordlists = [folder.appendingPathComponent("house.tsv")]
         config.allowlists = [folder.appendingPathComponent("allow.txt")]
         let filter = try ProfanityFilter.load(config)
         #expect(try filter.check("do not FROBNICATE").allowed == false)
 
-        try Data("bad\tterrible\tother\tword\n".utf8).write(to: folder.appendingPathComponent("broken.tsv"))
+        try Data("bad\tterrible\tother\tword\n".utf8).writeClosingOnExec(to: folder.appendingPathComponent("broken.tsv"))
         config.wordlists = [folder.appendingPathComponent("broken.tsv")]
         do {
             _ = try ProfanityFilter.load(config)

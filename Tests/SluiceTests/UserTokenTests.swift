@@ -162,7 +162,7 @@ import Testing
         let idp = try await FakeTokenIssuer.start()
         defer { idp.stop() }
         let file = root.url.appendingPathComponent("jwks.json")
-        try Data(idp.jwks.utf8).write(to: file)
+        try Data(idp.jwks.utf8).writeClosingOnExec(to: file)
         let soon = Date().addingTimeInterval(600)
         let app = try await application(root) { auth in
             auth.jwksFile = file
