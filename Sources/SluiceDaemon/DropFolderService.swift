@@ -52,6 +52,13 @@ public struct DropFolderService: Service {
         case .once:
             let summary = await process(scanner.scan())
             logger.notice("processed pending uploads", metadata: ["items": "\(summary)"])
+            // Nothing judged is left in pending/: what is there now waits for a later run (a writer still holding the
+            // file open, another daemon's claim, or a store error logged above), and the operator is told so.
+            let left = scanner.scan(includingOpenForWriting: true)
+            if !left.isEmpty {
+                logger.warning("uploads left in pending/ for a later run (still open for writing, claimed by another daemon, or not finished: see above)",
+                               metadata: ["count": "\(left.count)", "items": "\(left.prefix(5).map(\.itemID.rawValue).joined(separator: ", "))\(left.count > 5 ? ", …" : "")"])
+            }
             await textQueue?.processAll(leases: leases)
         case .watch:
             let watcher = DropFolderWatcher(pending: root.pending, extraFolders: textQueue.map { [$0.queue] } ?? [], logger: logger)

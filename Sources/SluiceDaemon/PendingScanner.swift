@@ -7,7 +7,9 @@ public struct PendingScanner: Sendable {
 
     public init(root: DataRoot) { self.root = root }
 
-    public func scan() -> [PendingUpload] {
+    /// What is ready in pending/; with `includingOpenForWriting`, also files written in place whose writer still
+    /// holds them open (what a `run --once` leaves behind is counted that way).
+    public func scan(includingOpenForWriting: Bool = false) -> [PendingUpload] {
         var uploads: [PendingUpload] = []
         let fm = FileManager.default
         guard let top = try? fm.contentsOfDirectory(atPath: root.pending.path) else { return [] }
@@ -20,7 +22,7 @@ public struct PendingScanner: Sendable {
                 for fileName in inner.sorted() where !PendingUpload.isInProgress(fileName) {
                     let file = url.appendingPathComponent(fileName)
                     // Written in place and still open: left for the scan its writer's close brings.
-                    if FileOps.isRecentlyWrittenAndOpen(file) { continue }
+                    if !includingOpenForWriting, FileOps.isRecentlyWrittenAndOpen(file) { continue }
                     let identity: PendingUpload.Identity = if let userProblem {
                         .invalid(reason: "bad name: \(userProblem)")
                     } else {

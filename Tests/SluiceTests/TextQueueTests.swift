@@ -232,6 +232,10 @@ import Testing
         #expect(FileType(at: queueFile) == .regular && root.exists("pending/u/p.jpg"), "files still being written were taken")
         let (early, earlyImage) = (try await store.item("l1"), try await store.item("u/p"))
         #expect(early == nil && earlyImage == nil)
+        // The operator's `run --once` says what it left behind.
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let once = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "warning"])
+        #expect(once.status == 0 && once.stderr.contains("uploads left in pending/ for a later run") && once.stderr.contains("u/p"), "\(once.stderr)")
         try text.write(contentsOf: Data("{\"id\": \"l2\", \"userId\": \"u\", \"text\": \"two\"}\n".utf8))
         try text.close()
         try image.write(contentsOf: photo.suffix(from: photo.count / 2))
