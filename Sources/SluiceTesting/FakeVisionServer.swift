@@ -27,6 +27,28 @@ public final class FakeVisionServer: Sendable {
         case imageError(code: Int, message: String)
         /// Waits, then answers (for timeouts).
         indirect case delayed(seconds: Double, then: Reply)
+        /// Answers once `until` returns: a test holds the calls until it has seen what it waits for, however slow the
+        /// machine (a fixed delay can run out first).
+        indirect case held(until: @Sendable () async -> Void, then: Reply)
+    }
+
+    /// A gate a test opens once: `wait` returns when it is open (for `Reply.held`).
+    public actor Gate {
+        private var isOpen = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        public init() {}
+
+        public func wait() async {
+            if isOpen { return }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        public func open() {
+            isOpen = true
+            for continuation in waiting { continuation.resume() }
+            waiting.removeAll()
+        }
     }
 
     private struct State {
@@ -132,6 +154,9 @@ public final class FakeVisionServer: Sendable {
             return response
         case let .delayed(seconds, then):
             try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            return try await render(then)
+        case let .held(until, then):
+            await until()
             return try await render(then)
         }
     }

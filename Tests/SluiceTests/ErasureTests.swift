@@ -51,7 +51,9 @@ import Testing
     /// recorded and nothing of the uploads is published (they were, with approved rows, before).
     @Test func uploadsBeingJudgedWhenTheirUserIsErasedStayErased() async throws {
         let root = try TemporaryDataRoot()
-        let slow = try await FakeVisionServer.start { _, _ in .delayed(seconds: 2, then: .safeSearch(cleanResult)) }
+        // The provider answers once the test has erased (or given up waiting), so both are being judged then.
+        let gate = FakeVisionServer.Gate()
+        let slow = try await FakeVisionServer.start { _, _ in .held(until: { await gate.wait() }, then: .safeSearch(cleanResult)) }
         defer { slow.stop() }
         try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "zed", name: "p1.jpg")
         try root.drop(TestEnvironment.fixture("images/photos/coffee.png"), user: "zed", name: "p2.png")
@@ -60,11 +62,12 @@ import Testing
         let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
         let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
         // Erased once both are being classified (received, not judged).
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, try await services.store.items(kind: .image).filter({ $0.userId == "zed" && $0.status == .pending }).count < 2 {
-            try await Task.sleep(nanoseconds: 20_000_000)
+        let beingJudged = try await waitUntil(seconds: 120) {
+            try await services.store.items(kind: .image).filter({ $0.userId == "zed" && $0.status == .pending }).count == 2
         }
         let summary = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        await gate.open()
+        #expect(beingJudged, "both uploads were received and sent to the provider")
         #expect(summary.items.count == 2, "\(summary)")
         try await daemon.value
         #expect(Self.files(root, of: "zed").isEmpty, "\(Self.files(root, of: "zed"))")
