@@ -14,10 +14,10 @@ struct TerminalSafeLogHandler: LogHandler {
         set { inner.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = newValue }
-    }
+    /// Kept here, not in the stream handler, and escaped with the event's own metadata when a line is written: the
+    /// stream handler renders its metadata into text on every change, and the HTTP server sets a request id on its
+    /// logger for every request (~1% of a `validate_text`), though at the server's usual level nothing is written.
+    var metadata: Logger.Metadata = [:]
 
     var metadataProvider: Logger.MetadataProvider? {
         get { inner.metadataProvider }
@@ -25,14 +25,16 @@ struct TerminalSafeLogHandler: LogHandler {
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: Identifiers.terminalSafe(event.message.description))
-        event.metadata = event.metadata?.mapValues(Self.safe)
+        var merged = metadata
+        if let own = event.metadata { merged.merge(own) { _, explicit in explicit } }
+        event.metadata = merged.isEmpty ? nil : merged.mapValues(Self.safe)
         inner.log(event: event)
     }
 
