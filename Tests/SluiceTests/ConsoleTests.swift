@@ -419,6 +419,55 @@ import Testing
         }
     }
 
+    /// A blocked message is appealed like an image, through `POST /v1/appeals` (which names the item in the body: the
+    /// path `/v1/items/{textId}/appeal` is an image's, one called `appeal`), and reaches the console.
+    @Test func blockedMessagesAreAppealedByTheirOwner() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try root.writeQueue("m.jsonl", [#"{"id": "m1", "userId": "t1", "text": "total sh1t"}"#,
+                                        #"{"id": "m2", "userId": "t1", "text": "see you at the cocktail bar"}"#])
+        try root.drop(TestEnvironment.fixture("images/photos/rocket.jpg"), user: "t1", name: "appeal.jpg")
+        let store = try await runOnce(root, server: server)
+        #expect(try await store.item("m1")?.status == .blocked)
+        #expect(try await store.item("m2")?.status == .approved)
+        #expect(try await store.item("t1/appeal")?.status == .approved)
+        _ = try await ReviewerAccounts(store: store, cost: 4).add("rita", role: .reviewer, password: Self.password)
+        try await Self.application(root).test(.router) { client in
+            func appeal(_ body: String, as user: String?, _ check: @escaping (TestResponse) throws -> Void) async throws {
+                try await client.execute(uri: "/v1/appeals", method: .post, headers: user.map { SeedClientTests.user($0) } ?? [:],
+                                         body: ByteBuffer(string: body)) { try check($0) }
+            }
+            let message = #"{"item": "m1", "message": "it was a quote"}"#
+            try await appeal(message, as: nil) { #expect($0.status == .unauthorized) }
+            try await appeal(message, as: "someone") { #expect($0.status == .notFound, "only the owner") }
+            try await appeal(#"{"item": "m1"}"#, as: "t1") { #expect($0.status == .badRequest) }
+            try await appeal(#"{"item": "a/b/c", "message": "x"}"#, as: "t1") { response in
+                let error = SeedClientTests.json(response.body)["error"] as? [String: Any]
+                #expect(response.status == .badRequest && (error?["message"] as? String)?.contains("an image is {userId}/{imageId}") == true, "\(String(buffer: response.body))")
+            }
+            try await appeal(#"{"item": "m2", "message": "why"}"#, as: "t1") { response in
+                #expect(response.status == .conflict && String(buffer: response.body).contains("only blocked items can be appealed"))
+            }
+            try await appeal(message, as: "t1") { response in
+                #expect(response.status == .accepted)
+                #expect(SeedClientTests.json(response.body)["status"] as? String == "review")
+            }
+            try await appeal(message, as: "t1") { #expect($0.status == .conflict) }
+            // The image path is still the image's: an image called `appeal` is read as before.
+            try await client.execute(uri: "/v1/items/t1/appeal", method: .get, headers: SeedClientTests.user("t1")) { response in
+                #expect(response.status == .ok && SeedClientTests.json(response.body)["status"] as? String == "approved")
+            }
+            let rita = Browser()
+            _ = try await Self.signIn(client, rita, as: "rita")
+            try await client.execute(uri: "/console/", method: .get, headers: rita.headers()) { response in
+                #expect(String(buffer: response.body).contains("appeal: it was a quote"))
+            }
+        }
+        #expect(try await store.item("m1")?.status == .review)
+        #expect(try await store.events(of: "m1").last?.detail?.contains("appeal by the owner (it was a quote)") == true)
+    }
+
     @Test func auditSamplesAndAppealsReachAPerson() async throws {
         let root = try TemporaryDataRoot()
         let clean = try await FakeVisionServer.always(cleanResult)

@@ -74,6 +74,14 @@ paths["/v1/items/{id}/{imageId}/appeal"] = {"post": op("appealImage",
     {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["message"], "properties": {
         "message": {"type": "string", "minLength": 1, "maxLength": 1000, "allOf": [{"pattern": NOT_BLANK}, {"pattern": NO_NUL}]}}}}}},
     ok={"202": dict(description="Back in review.", **json_body(ref("Item")))}, errors=(400, 401, 403, 404, 405, 409))}
+paths["/v1/appeals"] = {"post": op("appealItem",
+    "The owner asks for a blocked item, text or image, to be looked at again: it returns to review, marked as an appeal with the message.",
+    [USER_HEADER],
+    {"required": True, "content": {"application/json": {"schema": {"type": "object", "required": ["item", "message"], "properties": {
+        "item": {"type": "string", "pattern": "^([A-Za-z0-9_.:-]{1,128}|[A-Za-z0-9_-]{1,128}/[A-Za-z0-9_-]{1,128})$",
+                 "description": "The item's id as its JSON gives it: a text item's id, or {userId}/{imageId}."},
+        "message": {"type": "string", "minLength": 1, "maxLength": 1000, "allOf": [{"pattern": NOT_BLANK}, {"pattern": NO_NUL}]}}}}}},
+    ok={"202": dict(description="Back in review.", **json_body(ref("Item")))}, errors=(400, 401, 403, 404, 405, 409))}
 paths["/v1/reports"] = {"get": op("reports", "Reports, newest first, optionally one status (app token).",
     [{"name": "status", "in": "query", "required": False, "schema": {"type": "string", "enum": ["open", "resolved", "dismissed"]}}, USER_HEADER],
     ok={"200": dict(description="The reports.", **json_body({"type": "object", "required": ["reports"], "properties": {

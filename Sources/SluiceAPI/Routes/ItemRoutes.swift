@@ -19,6 +19,7 @@ struct ItemRoutes {
         routes.delete("/v1/items/:id/:imageId", use: deleteImage)
         routes.delete("/v1/users/:userId", use: deleteUser)
         routes.post("/v1/items/:id/:imageId/appeal", use: appealImage)
+        routes.post("/v1/appeals", use: appealItem)
         return routes
     }
 
@@ -126,24 +127,59 @@ struct ItemRoutes {
         var message: String
     }
 
+    /// `POST /v1/appeals`: names the item in the body, so a text item can be appealed too (`/v1/items/{textId}/appeal`
+    /// would be the path of an image called `appeal`).
+    struct ItemAppealBody: Decodable {
+        var item: String
+        var message: String
+    }
+
     func appealImage(_ request: Request, context: APIContext) async throws -> Response {
         let image = try APIValidation.image(userId: try context.pathParameter("id"), imageId: try context.pathParameter("imageId"))
-        return try await appeal(image.itemID, request: request, context: context)
+        let user = try Self.appellant(context)
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        guard let appeal = try? JSONDecoder().decode(AppealBody.self, from: body) else {
+            throw APIError(.invalidArgument, "body must be {\"message\": string}")
+        }
+        return try await self.appeal(image.itemID, by: user, message: appeal.message, context: context)
+    }
+
+    /// Any item, text or image, by the id its JSON carries (`{textId}`, or `{userId}/{imageId}`).
+    func appealItem(_ request: Request, context: APIContext) async throws -> Response {
+        let user = try Self.appellant(context)
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        guard let appeal = try? JSONDecoder().decode(ItemAppealBody.self, from: body) else {
+            throw APIError(.invalidArgument, "body must be {\"item\": string, \"message\": string}")
+        }
+        let parts = appeal.item.split(separator: "/", omittingEmptySubsequences: false)
+        let id: ItemID
+        switch parts.count {
+        case 1:
+            guard Identifiers.isValidTextID(appeal.item) else {
+                throw APIError(.invalidArgument, "item \(Identifiers.printable(appeal.item)) is not valid: a text id matches [A-Za-z0-9_.:-]{1,128}, an image is {userId}/{imageId}")
+            }
+            id = ItemID(appeal.item)
+        case 2:
+            id = try APIValidation.image(userId: String(parts[0]), imageId: String(parts[1])).itemID
+        default:
+            throw APIError(.invalidArgument, "item \(Identifiers.printable(appeal.item)) is not valid: a text id matches [A-Za-z0-9_.:-]{1,128}, an image is {userId}/{imageId}")
+        }
+        return try await self.appeal(id, by: user, message: appeal.message, context: context)
     }
 
     /// The owner (their JWT, or a backend acting for them with `X-User-Id`) asks for a blocked item to be looked at
     /// again: `{message}` (1-1000 characters). The item goes back to review marked as an appeal; 409 when it is not
     /// blocked or was appealed before.
-    private func appeal(_ id: ItemID, request: Request, context: APIContext) async throws -> Response {
+    private static func appellant(_ context: APIContext) throws -> String {
         guard let user = context.principal?.userId else {
             throw APIError(.permissionDenied, "an appeal is made by the item's owner: a user token, or an app token with X-User-Id")
         }
-        let body = try await request.body.collect(upTo: 64 * 1024)
-        guard let appeal = try? JSONDecoder().decode(AppealBody.self, from: body) else {
-            throw APIError(.invalidArgument, "body must be {\"message\": string}")
-        }
-        try APIValidation.refuseNUL(appeal.message, "message")
-        let message = appeal.message.trimmingCharacters(in: .whitespacesAndNewlines)
+        return user
+    }
+
+    private func appeal(_ id: ItemID, by user: String, message: String, context: APIContext) async throws -> Response {
+        try APIValidation.refuseNUL(message, "message")
+        let message = message.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...1000).contains(message.unicodeScalars.count) else { throw APIError(.invalidArgument, "message must be 1-1000 characters") }
         guard let item = try await services.store.item(id), item.userId == user else {
             throw APIError(.notFound, "no item \(Identifiers.printable(id.rawValue))")
