@@ -299,6 +299,7 @@ struct WebhookPayload: Encodable {
         var imageStatus: String?
         var erasedBy: String?
         var reason: String?
+        var autoReply: String?
         let erased: Bool
 
         init(_ source: WebhookSource) {
@@ -307,6 +308,7 @@ struct WebhookPayload: Encodable {
             userId = source.userId
             at = WebhookDispatcher.timestamp(source.at)
             reason = source.reason
+            autoReply = source.autoReply
             switch source.change {
             case let .status(status, previous):
                 erased = false
@@ -323,7 +325,7 @@ struct WebhookPayload: Encodable {
             }
         }
 
-        enum CodingKeys: String, CodingKey { case id, kind, userId, at, status, previousStatus, imageStatus, erasedBy, reason }
+        enum CodingKeys: String, CodingKey { case id, kind, userId, at, status, previousStatus, imageStatus, erasedBy, reason, autoReply }
 
         /// Every field of its kind is present, `null` when unknown.
         func encode(to encoder: any Encoder) throws {
@@ -339,6 +341,7 @@ struct WebhookPayload: Encodable {
                 try c.encode(status, forKey: .status)
                 try c.encode(previousStatus, forKey: .previousStatus)
                 try c.encode(imageStatus, forKey: .imageStatus)
+                try c.encode(autoReply, forKey: .autoReply)
             }
         }
     }

@@ -93,7 +93,8 @@ extension SQLiteStore {
             var next = cursor
             var sources: [(Int64, WebhookSource)] = []
             let events = try Row.fetchAll(db, sql: """
-                SELECT event.seq, event.itemId, event.fromStatus, event.toStatus, event.at, item.kind, item.userId, item.reason
+                SELECT event.seq, event.itemId, event.fromStatus, event.toStatus, event.at, item.kind, item.userId, item.reason,
+                       item.conversation
                 FROM event JOIN item ON item.id = event.itemId
                 WHERE event.seq > ? AND event.type IN ('verdict', 'reprocess', 'review')
                 ORDER BY event.seq LIMIT ?
@@ -103,8 +104,9 @@ extension SQLiteStore {
                 guard let to = ItemStatus(rawValue: row[3]), to != .pending, let kind = ItemKind(rawValue: row[5]) else { continue }
                 let from = (row[2] as String?).flatMap(ItemStatus.init(rawValue:))
                 guard from != to else { continue }
+                let autoReply = to == .blocked ? ItemRow.decode(ConversationVerdict.self, row[8] as String?)?.autoReply : nil
                 sources.append((row[0], WebhookSource(change: .status(to, previous: from), itemId: ItemID(row[1] as String), kind: kind,
-                                                      userId: row[6], reason: row[7], at: row[4])))
+                                                      userId: row[6], reason: row[7], autoReply: autoReply, at: row[4])))
             }
             // Events of an erased item went with it; the scan still advances past the gap.
             if events.count < limit, let highest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event"), highest > next.eventSeq {

@@ -63,6 +63,40 @@ import Testing
         }, "\(fay.map(\.payload))")
     }
 
+    /// A message stopped because its recipient blocked the sender tells the backend what to show the sender (seed
+    /// 004's `autoReply`, as the item's JSON does); every other status change carries `autoReply: null`.
+    @Test func aMessageToSomeoneWhoBlockedTheSenderCarriesTheAutoReply() async throws {
+        let root = try TemporaryDataRoot()
+        let vision = try await FakeVisionServer.always(cleanResult)
+        defer { vision.stop() }
+        let down = try await FakeJSONServer.start { _, _ in .init(status: 503, body: "") }
+        defer { down.stop() }
+        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
+        let dispatcher = Self.dispatcher(services.store, Self.hook(down), clock: Clock(Date()))
+        try await dispatcher.register()
+        try await ConversationRulesTests.application(root).test(.router) { client in
+            _ = try await ConversationRulesTests.call(client, "blockUser", as: "rae", #"{"userId": "sid"}"#)
+        }
+        try root.writeQueue("q.jsonl", [#"{"id": "b1", "userId": "sid", "recipientId": "rae", "text": "hello"}"#,
+                                        #"{"id": "b2", "userId": "sid", "text": "shit happens"}"#,
+                                        #"{"id": "b3", "userId": "sid", "text": "hello"}"#])
+        _ = try await runOnce(root, server: vision)
+        _ = await dispatcher.pass()
+        let deliveries = try await services.store.webhookDeliveries(state: nil, limit: 100)
+        func data(_ id: String) -> [String: Any]? {
+            deliveries.lazy.compactMap { delivery in
+                (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
+            }.first { $0["id"] as? String == id }
+        }
+        let stopped = try #require(data("b1"), "\(deliveries.map(\.payload))")
+        #expect(stopped["status"] as? String == "blocked" && stopped["reason"] as? String == "recipient has blocked the sender")
+        #expect(stopped["autoReply"] as? String == "This user has blocked you", "\(stopped)")
+        let sworn = try #require(data("b2"))
+        #expect(sworn["status"] as? String == "blocked" && sworn["autoReply"] is NSNull, "\(sworn)")
+        let fine = try #require(data("b3"))
+        #expect(fine["status"] as? String == "approved" && fine["autoReply"] is NSNull, "\(fine)")
+    }
+
     /// A receiver that answers slowly holds up only its own deliveries: while one of its requests hangs, another
     /// webhook's new deliveries still go out every tick.
     @Test func aSlowReceiverHoldsUpOnlyItsOwnDeliveries() async throws {

@@ -47,14 +47,18 @@ public struct WebhookSource: Sendable, Equatable {
     public var kind: ItemKind
     public var userId: String
     public var reason: String?
+    /// For a message blocked because its recipient blocked the sender: what the app shows the sender (seed 004's
+    /// `autoReply`, `conversation.autoReply` in the config), as the item's JSON carries it.
+    public var autoReply: String?
     public var at: Date
 
-    public init(change: Change, itemId: ItemID, kind: ItemKind, userId: String, reason: String?, at: Date) {
+    public init(change: Change, itemId: ItemID, kind: ItemKind, userId: String, reason: String?, autoReply: String? = nil, at: Date) {
         self.change = change
         self.itemId = itemId
         self.kind = kind
         self.userId = userId
         self.reason = reason
+        self.autoReply = autoReply
         self.at = at
     }
 

@@ -145,20 +145,22 @@ extension PostgresStore {
             var next = cursor
             var sources: [(Int64, WebhookSource)] = []
             let events = try await connection.rows("""
-                SELECT event.seq, event.itemId, event.fromStatus, event.toStatus, event.at, item.kind, item.userId, item.reason
+                SELECT event.seq, event.itemId, event.fromStatus, event.toStatus, event.at, item.kind, item.userId, item.reason,
+                       item.conversation
                 FROM event JOIN item ON item.id = event.itemId
                 WHERE event.seq > \(cursor.eventSeq) AND event.type IN ('verdict', 'reprocess', 'review')
                 ORDER BY event.seq LIMIT \(cap)
                 """, logger: logger)
             for row in events {
-                let (seq, itemId, fromStatus, toStatus, at, kind, userId, reason) =
-                    try row.decode((Int64, String, String?, String?, Date, String, String, String?).self)
+                let (seq, itemId, fromStatus, toStatus, at, kind, userId, reason, conversation) =
+                    try row.decode((Int64, String, String?, String?, Date, String, String, String?, String?).self)
                 next.eventSeq = max(next.eventSeq, seq)
                 guard let to = toStatus.flatMap(ItemStatus.init(rawValue:)), to != .pending, let kind = ItemKind(rawValue: kind) else { continue }
                 let from = fromStatus.flatMap(ItemStatus.init(rawValue:))
                 guard from != to else { continue }
+                let autoReply = to == .blocked ? ItemRow.decode(ConversationVerdict.self, conversation)?.autoReply : nil
                 sources.append((seq, WebhookSource(change: .status(to, previous: from), itemId: ItemID(itemId), kind: kind,
-                                                   userId: userId, reason: reason, at: at)))
+                                                   userId: userId, reason: reason, autoReply: autoReply, at: at)))
             }
             // Events of an erased item went with it; the scan still advances past the gap.
             if events.count < limit, let row = try await connection.rows("SELECT MAX(seq) FROM event", logger: logger).first,
