@@ -29,7 +29,7 @@ import Testing
         config.apiKeyEnv = "TEST_CAPTION_KEY"
         config.initialBackoffSeconds = 0.01
         config.maxBackoffSeconds = 0.05
-        config.timeoutSeconds = 5
+        config.timeoutSeconds = 60
         edit(&config)
         return config
     }

@@ -101,7 +101,7 @@ import Testing
         config.baseURL = server.baseURL + "/v1"
         config.model = model
         config.apiKeyEnv = "TEST_LLM_KEY"
-        config.timeoutSeconds = 5
+        config.timeoutSeconds = 60
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         return LLMPriorityEngine(config: config, environment: ["TEST_LLM_KEY": "k-1"], fallback: RulesPriorityEngine(scorer: Self.scorer),

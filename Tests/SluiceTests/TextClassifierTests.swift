@@ -26,7 +26,7 @@ import Testing
             config.text.classifier.kind = .local
             config.text.classifier.endpoint = server.baseURL
             config.text.classifier.maxAttempts = attempts
-            config.text.classifier.timeoutSeconds = 5
+            config.text.classifier.timeoutSeconds = 60
         }
     }
 
