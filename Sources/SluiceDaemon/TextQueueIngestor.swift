@@ -115,31 +115,37 @@ public struct TextQueueIngestor: Sendable {
     /// batch the last line for an id is the one recorded (recording the earlier ones too would make a replay after a
     /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's preparation
     /// task once the batch before it is made, beside the judging of the next batch and the writing of the one before.
-    static func items(_ batch: [Judged]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
+    /// The batch is the judged windows it was made of, in line order (kept whole, so no line is copied on the way).
+    static func items(_ batch: [[Judged]]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
+        let count = batch.reduce(0) { $0 + $1.count }
         var made: [Item] = []
         var lines: [ItemID] = []
-        made.reserveCapacity(batch.count)
-        lines.reserveCapacity(batch.count)
+        made.reserveCapacity(count)
+        lines.reserveCapacity(count)
         // The first user of each id in the batch: a later line of another user with that id is rejected under its
         // own line id (the store does the same against stored messages). The last line of each id is recorded.
         var owners: [ItemID: (user: String, last: Int)] = [:]
-        owners.reserveCapacity(batch.count)
+        owners.reserveCapacity(count)
         var rejected = 0
-        for judged in batch {
-            let now = Date()
-            let base = Item(id: judged.fallbackID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
-            guard var item = judged.run.item(from: base, scope: .upload) else { continue }
-            if let owner = owners[item.id], !owner.user.isEmpty, owner.user != item.userId {
-                item = item.refusedAsAnotherUsersID(lineID: judged.fallbackID)
+        // Lines are read in place (by index), not copied out of their windows.
+        for window in batch {
+            for index in window.indices {
+                let lineID = window[index].fallbackID
+                let now = Date()
+                let base = Item(id: lineID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
+                guard var item = window[index].run.item(from: base, scope: .upload) else { continue }
+                if let owner = owners[item.id], !owner.user.isEmpty, owner.user != item.userId {
+                    item = item.refusedAsAnotherUsersID(lineID: lineID)
+                }
+                if item.status == .rejected { rejected += 1 }
+                // A line rejected without a user id ("") claims no id.
+                let user = owners[item.id].map { $0.user.isEmpty ? item.userId : $0.user } ?? item.userId
+                owners[item.id] = (user, made.count)
+                made.append(item)
+                lines.append(lineID)
             }
-            if item.status == .rejected { rejected += 1 }
-            // A line rejected without a user id ("") claims no id.
-            let user = owners[item.id].map { $0.user.isEmpty ? item.userId : $0.user } ?? item.userId
-            owners[item.id] = (user, made.count)
-            made.append(item)
-            lines.append(judged.fallbackID)
         }
         guard owners.count < made.count else { return (made, lines, rejected, 0) }
         var items: [Item] = []
@@ -262,7 +268,9 @@ public struct TextQueueIngestor: Sendable {
         let stillHeld: @Sendable () async -> Bool
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
-        var batch: [Judged] = []
+        /// Judged windows waiting to be written, and how many lines they hold.
+        var batch: [[Judged]] = []
+        var batchLines = 0
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
         /// Some of its lines are already stored (`wasReadBefore`).
         var mayBeReplay = false
@@ -276,18 +284,19 @@ public struct TextQueueIngestor: Sendable {
             var superseded: Int
         }
 
-        /// Lines handed to the judging at a time (at least 256; `text.classifierMaxInFlight` when more): judged one
-        /// at a time, or that many at once when a text classifier is called (its latency, not Sluice, sets the pace);
-        /// either way they are recorded in file order.
-        var window: Int { max(256, ingestor.pipeline.concurrentLines) }
+        /// Lines handed to the judging at a time (250, so eight windows make a batch of 2,000;
+        /// `text.classifierMaxInFlight` when more): judged one at a time, or that many at once when a text
+        /// classifier is called (its latency, not Sluice, sets the pace); either way they are recorded in file order.
+        var window: Int { max(250, ingestor.pipeline.concurrentLines) }
 
         mutating func judgePending() async throws {
             let judged = await ingestor.judge(pending, file: name, mayBeReplay: mayBeReplay)
             pending.removeAll(keepingCapacity: true)
-            for line in judged {
-                batch.append(line)
-                if batch.count >= TextQueueIngestor.batchSize { try await flush() }
-            }
+            // Whole windows: a batch is written once it holds `batchSize` lines or more (eight windows of 250, or
+            // whole windows of `text.classifierMaxInFlight` lines when that is more).
+            batch.append(judged)
+            batchLines += judged.count
+            if batchLines >= TextQueueIngestor.batchSize { try await flush() }
         }
 
         mutating func flush() async throws {
@@ -297,6 +306,7 @@ public struct TextQueueIngestor: Sendable {
             try await ingestor.pipeline.settle()
             let judged = batch
             batch.removeAll(keepingCapacity: true)
+            batchLines = 0
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
             let (store, stillHeld) = (ingestor.store, stillHeld)
             // Made ready (items stamped in file order, rows encoded by the store) while the writer is busy with the

@@ -157,15 +157,16 @@ extension SQLiteStore {
             waiting = 0
         }
         var written = 0
-        for (index, item) in items.enumerated() {
-            let id = item.id.rawValue
+        // Items are read in place (by index): a copy of each would retain and release every one of its fields.
+        for index in items.indices {
+            let id = items[index].id.rawValue
             let before = previous[id]
-            if skippingUnchanged, let before, before.hash == (item.contentHash ?? "") { continue }
+            if skippingUnchanged, let before, before.hash == (items[index].contentHash ?? "") { continue }
             written += 1
-            let createdAt = before?.createdAt ?? StorageDate.string(item.createdAt).databaseValue
-            let attempts = before.map { $0.attempts + 1 } ?? item.attempts
+            let createdAt = before?.createdAt ?? StorageDate.string(items[index].createdAt).databaseValue
+            let attempts = before.map { $0.attempts + 1 } ?? items[index].attempts
             // A row written again in the same batch counts its own earlier write as the previous one.
-            previous[id] = (createdAt, attempts, item.status.rawValue, item.contentHash)
+            previous[id] = (createdAt, attempts, items[index].status.rawValue, items[index].contentHash)
             if let row = batch.rows[index] {
                 let start = itemValues.count
                 itemValues.append(contentsOf: row.values)
@@ -179,6 +180,7 @@ extension SQLiteStore {
             } else {
                 // Anything else (images, decided items: rare in a batch) is written by its record, as single verdicts are.
                 try writeWaiting()
+                let item = items[index]
                 var updated = item
                 updated.attempts = attempts
                 if let stored = before?.createdAt, let date = Date.fromDatabaseValue(stored) { updated.createdAt = date }
@@ -199,13 +201,30 @@ extension SQLiteStore {
         }
         // Resets the statement, clears its bindings and marks them set, so `execute()` runs with the ones bound here.
         statement.setUncheckedArguments(StatementArguments())
+        let sqlite = statement.sqliteStatement
         for (offset, value) in values.enumerated() {
-            let code = value.bind(to: statement.sqliteStatement, at: CInt(offset + 1))
+            let code = bind(value, to: sqlite, at: CInt(offset + 1))
             guard code == SQLITE_OK else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding value \(offset + 1) of \(values.count)", sql: statement.sql)
             }
         }
         try statement.execute()
+    }
+
+    /// Binds one value as GRDB binds it (the same SQLite types and bytes), but text from the string's own UTF-8 with its
+    /// length: GRDB passes a `String` as a C string, which copies it into a new NUL-terminated array first — one
+    /// allocation per bound string, about 4% of a text queue's ingest.
+    static func bind(_ value: DatabaseValue, to statement: SQLiteStatement, at index: CInt) -> CInt {
+        guard case var .string(text) = value.storage else { return value.bind(to: statement, at: index) }
+        // SQLITE_TRANSIENT: SQLite copies the text before this returns.
+        let copiedBySQLite = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+        return text.withUTF8 { bytes in
+            // A non-null pointer even for "" (SQLite binds NULL for a null pointer).
+            withUnsafePointer(to: 0 as CChar) { empty in
+                let start = bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) } ?? empty
+                return sqlite3_bind_text(statement, index, start, CInt(bytes.count), copiedBySQLite)
+            }
+        }
     }
 }
 
