@@ -41,7 +41,9 @@ let package = Package(
                        providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CExif", path: "Sources/CExif", pkgConfig: "libexif",
                        providers: [.apt(["libexif-dev"])]),
-        .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim", linkerSettings: [.linkedLibrary("z")]),
+        // lcms2: the shim keeps the ICC transforms libvips' icc_transform would build anew for every upload.
+        .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim",
+                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lcms2")]),
 
         .target(name: "SluiceCore", dependencies: [
             .product(name: "Logging", package: "swift-log"),

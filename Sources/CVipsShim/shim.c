@@ -54,8 +54,18 @@ static int libvips_fit(VipsImage *in, VipsImage **out, int width, int height, co
  * orientation (larger ones begin with a box shrink); the shim's reduction writes its pixels straight into their
  * upright places, and the transform works pixel by pixel, so doing it after the turn changes nothing.
  * Anything else goes to libvips_fit. */
-static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile) {
+static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile, SluiceIccCache *icc) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
+    /* Nothing to reduce (an image smaller than the box): vips_thumbnail only transforms an embedded profile to
+     * `profile` and turns the image upright; the transform is the cache's. */
+    if (shrink <= 1.0 && profile && vips_image_get_typeof(in, VIPS_META_ICC_NAME) && in->BandFmt == VIPS_FORMAT_UCHAR
+        && in->Bands == 3 && in->Coding == VIPS_CODING_NONE && in->Type == VIPS_INTERPRETATION_sRGB) {
+        VipsImage *transformed = NULL;
+        if (sluice_icc_to_srgb(icc, in, &transformed)) return -1;
+        const int result = vips_autorot(transformed, out, NULL);
+        g_object_unref(transformed);
+        return result;
+    }
     /* vips_thumbnail converts to sRGB before reducing (a profiled image excepted); every 3-band 8-bit JPEG and
      * PNG loads as sRGB, and anything else is left to it. */
     if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || in->Type != VIPS_INTERPRETATION_sRGB
@@ -83,7 +93,8 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
             reduced = NULL;
             result = 0;
         } else {
-            result = vips_icc_transform(reduced, out, profile, "intent", VIPS_INTENT_RELATIVE, "embedded", TRUE, "depth", 8, NULL);
+            /* `profile` is "srgb" (the only export profile the callers ask for). */
+            result = sluice_icc_to_srgb(icc, reduced, out);
         }
     }
     if (vertical) g_object_unref(vertical);
@@ -93,7 +104,8 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
 }
 
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction) {
+                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction,
+                                 SluiceIccCache *icc) {
     /* Only an embedded profile needs the (costly, per-pixel) ICC transform; without one the pixels are
      * taken as sRGB already and anything else is converted by sluice_vips_to_srgb afterwards. */
     const char *profile = has_icc_profile ? "srgb" : NULL;
@@ -109,7 +121,7 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
             : vips_image_new_from_buffer(buf, len, loader_options ? loader_options : "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
         if (!loaded) return -1;
         int result = libvips_reduction ? libvips_fit(loaded, out, width, height, profile)
-                                       : sluice_fit_lanczos3(loaded, out, width, height, profile);
+                                       : sluice_fit_lanczos3(loaded, out, width, height, profile, icc);
         g_object_unref(loaded);
         return result;
     }
@@ -128,7 +140,7 @@ int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, i
 }
 
 int sluice_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, int libvips_reduction) {
-    return libvips_reduction ? libvips_fit(in, out, width, height, NULL) : sluice_fit_lanczos3(in, out, width, height, NULL);
+    return libvips_reduction ? libvips_fit(in, out, width, height, NULL) : sluice_fit_lanczos3(in, out, width, height, NULL, NULL);
 }
 
 int sluice_vips_flatten_white(VipsImage *in, VipsImage **out) {

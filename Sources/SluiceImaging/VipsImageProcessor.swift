@@ -18,6 +18,8 @@ public struct VipsImageProcessor: ImageProcessor {
     /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one (the same pixels,
     /// slower): how tests check that they are the same.
     let libvipsReduction: Bool
+    /// Transforms from the embedded ICC profiles met so far to sRGB (built once per profile, not per upload).
+    let iccTransforms = ICCTransforms()
 
     public init(maxPixels: Int, failOn: FailOn = .warning, maxMetadataBytes: Int = 256 * 1024) throws(ImagingError) {
         try self.init(maxPixels: maxPixels, failOn: failOn, maxMetadataBytes: maxMetadataBytes, libvipsReduction: false)
@@ -171,7 +173,8 @@ public struct VipsImageProcessor: ImageProcessor {
         }
         guard sluice_vips_thumbnail_buffer(buffer.baseAddress, buffer.count, &decoded,
                                            Int32(options.maxSide), Int32(options.maxSide), "fail_on=\(failOn.rawValue)",
-                                           sluice_vips_has_icc(header), Int32(loadShrink), libvipsReduction ? 1 : 0) == 0, let decoded
+                                           sluice_vips_has_icc(header), Int32(loadShrink), libvipsReduction ? 1 : 0,
+                                           iccTransforms.cache) == 0, let decoded
         else { throw decodeError(format) }
         var current = decoded
         var handedOver = false

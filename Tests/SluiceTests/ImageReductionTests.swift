@@ -96,6 +96,8 @@ struct ImageReductionTests {
             // A phone photo's sizes in all eight EXIF orientations (the transform comes after the turn), then others.
             let sizes = (1...8).map { (4032, 3024, $0) }
                 + [(3000, 2000, 1), (3000, 2000, 6), (3024, 4032, 1), (2048, 1536, 1), (1921, 1080, 8), (1000, 750, 1), (641, 427, 1)]
+                // Smaller than the approved copy's box: only the profile's transform and the turn upright, no reduction.
+                + [(320, 240, 6), (240, 320, 3), (64, 48, 1)]
             for (width, height, orientation) in sizes {
                 let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profileFrom: donor, orientation: orientation)
                 for (maxSide, classifyMaxSide, thumbnailSize) in [(1920, 640, 200), (640, 200, 100)] {

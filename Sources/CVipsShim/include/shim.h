@@ -5,6 +5,17 @@
 
 /* Fixed-argument wrappers over libvips' varargs API, so Swift never calls a C varargs function. */
 
+/* Transforms from embedded ICC profiles to sRGB, built once per profile (icc.c). Thread-safe; free it only when no
+ * call that was given it is running. */
+typedef struct SluiceIccCache SluiceIccCache;
+SluiceIccCache *sluice_icc_cache_new(void);
+void sluice_icc_cache_free(SluiceIccCache *cache);
+
+/* vips_icc_transform(in, "srgb", intent relative, embedded, depth 8) — the same pixels and the same metadata — with
+ * the transform from `cache` when `in` is an 8-bit 3-band RGB image whose embedded profile it can hold (built the
+ * way icc_transform builds it); anything else, or a NULL cache, goes to vips_icc_transform. Caller unrefs *out. */
+int sluice_icc_to_srgb(SluiceIccCache *cache, VipsImage *in, VipsImage **out);
+
 /* VIPS_INIT, blocks untrusted loaders (and magick, pdf, svg explicitly), disables the operation cache
  * and sets libvips' own worker threads. Returns 0 on success. Call once. */
 int sluice_vips_init(int vips_threads);
@@ -22,10 +33,11 @@ VipsImage *sluice_vips_open_header(const void *buf, size_t len);
  * size by libjpeg's DCT shrink (2, 4 or 8: the caller picks the largest that leaves the long side at least `width`),
  * 1 whole (a JPEG less than twice too large, a PNG), and then fit it as vips_thumbnail_image would: an 8-bit 3-band
  * sRGB image by libvips' reducev and sluice_reduceh_lanczos3_upright, then its embedded profile's transform to sRGB
- * (the same pixels), anything else by vips_thumbnail_image; `libvips_reduction` 1 fits with vips_thumbnail_image
- * always (for comparison). */
+ * (the same pixels, through `icc`'s cached transform), anything else by vips_thumbnail_image; `libvips_reduction` 1
+ * fits with vips_thumbnail_image always (for comparison). */
 int sluice_vips_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, int width, int height,
-                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction);
+                                 const char *loader_options, int has_icc_profile, int load_shrink, int libvips_reduction,
+                                 SluiceIccCache *icc);
 
 /* vips_reduceh(in, shrink, kernel = lanczos3) then vips_autorot, in one pass and with the same pixels: unrolled
  * (AVX2 on x86-64) for 8-bit images of 3 bands reduced by less than 4, the pixels written where `in`'s EXIF
