@@ -33,39 +33,10 @@ import Testing
                           environment: ["TEST_WEBHOOK_SECRET": secret], now: { clock.now }, logger: quietLogger)
     }
 
-    /// Erasing a user leaves no words of theirs in the outbox: deliveries about their items lose their `reason` (which
-    /// quoted the message), and keep their event, ids and statuses.
-    @Test func erasureRedactsTheReasonsOfUndeliveredWebhooks() async throws {
-        let root = try TemporaryDataRoot()
-        let vision = try await FakeVisionServer.always(cleanResult)
-        defer { vision.stop() }
-        let down = try await FakeJSONServer.start { _, _ in .init(status: 503, body: "") }
-        defer { down.stop() }
-        let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
-        let clock = Clock(Date())
-        let dispatcher = Self.dispatcher(services.store, Self.hook(down), clock: clock)
-        try await dispatcher.register()
-        try root.writeQueue("q.jsonl", [#"{"id": "f1", "userId": "fay", "text": "fuck off"}"#, #"{"id": "g1", "userId": "gil", "text": "shit happens"}"#])
-        _ = try await runOnce(root, server: vision)
-        _ = await dispatcher.pass()
-        let before = try await services.store.webhookDeliveries(state: nil, limit: 100)
-        #expect(before.contains { $0.payload.contains("fuck") } && before.contains { $0.payload.contains("shit") })
-        _ = try await services.erasure.eraseUser("fay", by: "test", reason: "erasure request")
-        _ = await dispatcher.pass()
-        let after = try await services.store.webhookDeliveries(state: nil, limit: 100)
-        #expect(!after.contains { $0.payload.contains("fuck") }, "\(after.map(\.payload))")
-        #expect(after.contains { $0.payload.contains("shit") }, "another user's delivery is untouched")
-        let fay = after.filter { $0.payload.contains(#""id":"f1""#) || $0.payload.contains(#""id": "f1""#) }
-        #expect(fay.contains { $0.event == .deleted }, "the erasure itself is announced")
-        #expect(fay.filter { $0.event != .deleted }.allSatisfy { delivery in
-            let data = (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
-            return data?["reason"] is NSNull && data?["status"] as? String == "blocked"
-        }, "\(fay.map(\.payload))")
-    }
-
-    /// A message stopped because its recipient blocked the sender tells the backend what to show the sender (seed
-    /// 004's `autoReply`, as the item's JSON does); every other status change carries `autoReply: null`.
-    @Test func aMessageToSomeoneWhoBlockedTheSenderCarriesTheAutoReply() async throws {
+    /// A data root with a clean vision provider, its services, and a registered dispatcher for one webhook whose
+    /// receiver answers 503 (so every delivery stays in the outbox to be read).
+    static func withUndeliverableWebhook(_ body: (TemporaryDataRoot, FakeVisionServer, Services, WebhookDispatcher) async throws -> Void)
+        async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)
         defer { vision.stop() }
@@ -74,27 +45,58 @@ import Testing
         let services = try await Services.live(config: root.config(endpoint: vision.endpoint), environment: [:], logger: quietLogger)
         let dispatcher = Self.dispatcher(services.store, Self.hook(down), clock: Clock(Date()))
         try await dispatcher.register()
-        try await ConversationRulesTests.application(root).test(.router) { client in
-            _ = try await ConversationRulesTests.call(client, "blockUser", as: "rae", #"{"userId": "sid"}"#)
+        try await body(root, vision, services, dispatcher)
+    }
+
+    /// Erasing a user leaves no words of theirs in the outbox: deliveries about their items lose their `reason` (which
+    /// quoted the message), and keep their event, ids and statuses.
+    @Test func erasureRedactsTheReasonsOfUndeliveredWebhooks() async throws {
+        try await Self.withUndeliverableWebhook { root, vision, services, dispatcher in
+            try root.writeQueue("q.jsonl", [#"{"id": "f1", "userId": "fay", "text": "fuck off"}"#, #"{"id": "g1", "userId": "gil", "text": "shit happens"}"#])
+            _ = try await runOnce(root, server: vision)
+            _ = await dispatcher.pass()
+            let before = try await services.store.webhookDeliveries(state: nil, limit: 100)
+            #expect(before.contains { $0.payload.contains("fuck") } && before.contains { $0.payload.contains("shit") })
+            _ = try await services.erasure.eraseUser("fay", by: "test", reason: "erasure request")
+            _ = await dispatcher.pass()
+            let after = try await services.store.webhookDeliveries(state: nil, limit: 100)
+            #expect(!after.contains { $0.payload.contains("fuck") }, "\(after.map(\.payload))")
+            #expect(after.contains { $0.payload.contains("shit") }, "another user's delivery is untouched")
+            let fay = after.filter { $0.payload.contains(#""id":"f1""#) || $0.payload.contains(#""id": "f1""#) }
+            #expect(fay.contains { $0.event == .deleted }, "the erasure itself is announced")
+            #expect(fay.filter { $0.event != .deleted }.allSatisfy { delivery in
+                let data = (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
+                return data?["reason"] is NSNull && data?["status"] as? String == "blocked"
+            }, "\(fay.map(\.payload))")
         }
-        try root.writeQueue("q.jsonl", [#"{"id": "b1", "userId": "sid", "recipientId": "rae", "text": "hello"}"#,
-                                        #"{"id": "b2", "userId": "sid", "text": "shit happens"}"#,
-                                        #"{"id": "b3", "userId": "sid", "text": "hello"}"#])
-        _ = try await runOnce(root, server: vision)
-        _ = await dispatcher.pass()
-        let deliveries = try await services.store.webhookDeliveries(state: nil, limit: 100)
-        func data(_ id: String) -> [String: Any]? {
-            deliveries.lazy.compactMap { delivery in
-                (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
-            }.first { $0["id"] as? String == id }
+    }
+
+    /// A message stopped because its recipient blocked the sender tells the backend what to show the sender (seed
+    /// 004's `autoReply`, as the item's JSON does); every other status change carries `autoReply: null`.
+    @Test func aMessageToSomeoneWhoBlockedTheSenderCarriesTheAutoReply() async throws {
+        try await Self.withUndeliverableWebhook { root, vision, services, dispatcher in
+            try await ConversationRulesTests.application(root).test(.router) { client in
+                _ = try await ConversationRulesTests.call(client, "blockUser", as: "rae", #"{"userId": "sid"}"#)
+            }
+            try root.writeQueue("q.jsonl", [#"{"id": "b1", "userId": "sid", "recipientId": "rae", "text": "hello"}"#,
+                                            #"{"id": "b2", "userId": "sid", "text": "shit happens"}"#,
+                                            #"{"id": "b3", "userId": "sid", "text": "hello"}"#])
+            _ = try await runOnce(root, server: vision)
+            _ = await dispatcher.pass()
+            let deliveries = try await services.store.webhookDeliveries(state: nil, limit: 100)
+            func data(_ id: String) -> [String: Any]? {
+                deliveries.lazy.compactMap { delivery in
+                    (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?["data"] as? [String: Any]
+                }.first { $0["id"] as? String == id }
+            }
+            let stopped = try #require(data("b1"), "\(deliveries.map(\.payload))")
+            #expect(stopped["status"] as? String == "blocked" && stopped["reason"] as? String == "recipient has blocked the sender")
+            #expect(stopped["autoReply"] as? String == "This user has blocked you", "\(stopped)")
+            let sworn = try #require(data("b2"))
+            #expect(sworn["status"] as? String == "blocked" && sworn["autoReply"] is NSNull, "\(sworn)")
+            let fine = try #require(data("b3"))
+            #expect(fine["status"] as? String == "approved" && fine["autoReply"] is NSNull, "\(fine)")
         }
-        let stopped = try #require(data("b1"), "\(deliveries.map(\.payload))")
-        #expect(stopped["status"] as? String == "blocked" && stopped["reason"] as? String == "recipient has blocked the sender")
-        #expect(stopped["autoReply"] as? String == "This user has blocked you", "\(stopped)")
-        let sworn = try #require(data("b2"))
-        #expect(sworn["status"] as? String == "blocked" && sworn["autoReply"] is NSNull, "\(sworn)")
-        let fine = try #require(data("b3"))
-        #expect(fine["status"] as? String == "approved" && fine["autoReply"] is NSNull, "\(fine)")
     }
 
     /// A receiver that answers slowly holds up only its own deliveries: while one of its requests hangs, another
