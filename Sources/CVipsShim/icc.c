@@ -40,15 +40,18 @@ void sluice_icc_cache_free(SluiceIccCache *cache) {
 }
 
 /* The transform icc_transform would build for an image of 3 bands tagged sRGB or RGB carrying `profile`, or NULL
- * where icc_transform would do something else (a corrupt profile, or one that is not RGB: it then warns and falls
- * back or fails its own way). */
+ * where icc_transform would do something else (a corrupt profile, one that is not RGB or cannot be read with the
+ * relative intent: it then warns and falls back or fails its own way). */
 static cmsHTRANSFORM build_transform(const void *profile, size_t length) {
     cmsHPROFILE in = cmsOpenProfileFromMem(profile, (cmsUInt32Number) length);
     if (!in) return NULL;
     cmsHTRANSFORM transform = NULL;
     VipsBlob *srgb = NULL;
-    /* vips_icc_load_profile_blob's checks: the profile must need the image's 3 bands and be RGB data. */
-    if (cmsGetColorSpace(in) == cmsSigRgbData && !vips_profile_load("srgb", &srgb, NULL) && srgb) {
+    /* vips_icc_load_profile_blob's checks: the profile must be RGB data (the image's 3 bands) and support the relative
+     * intent as an input profile (libvips falls back to its own sRGB profile for one that does not, such as a
+     * profile with a perceptual table only, or a device link). */
+    if (cmsGetColorSpace(in) == cmsSigRgbData && cmsIsIntentSupported(in, INTENT_RELATIVE_COLORIMETRIC, LCMS_USED_AS_INPUT)
+        && !vips_profile_load("srgb", &srgb, NULL) && srgb) {
         size_t srgb_length = 0;
         const void *srgb_data = vips_blob_get(srgb, &srgb_length);
         cmsHPROFILE out = cmsOpenProfileFromMem(srgb_data, (cmsUInt32Number) srgb_length);

@@ -165,7 +165,11 @@ static int reduceh_upright(VipsImage *in, VipsImage **out, double shrink, int or
         result->Xres = result->Yres;
         result->Yres = xres;
     }
-    if (orientation != 1) vips_image_remove(result, VIPS_META_ORIENTATION);
+    /* As vips_autorot: the orientation goes, and so does the EXIF field libvips parsed it from. */
+    if (orientation != 1) {
+        vips_image_remove(result, VIPS_META_ORIENTATION);
+        vips_image_remove(result, "exif-ifd0-Orientation");
+    }
     if (vips_image_write_prepare(result)) {
         g_object_unref(result);
         return -1;

@@ -57,13 +57,22 @@ static int libvips_fit(VipsImage *in, VipsImage **out, int width, int height, co
 static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile, SluiceIccCache *icc) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
     /* Nothing to reduce (an image smaller than the box): vips_thumbnail only transforms an embedded profile to
-     * `profile` and turns the image upright; the transform is the cache's. */
+     * `profile` and, when its orientation is not 1, makes a memory copy (the loader reads rows in order only) and
+     * turns it upright; the transform is the cache's. */
     if (shrink <= 1.0 && profile && vips_image_get_typeof(in, VIPS_META_ICC_NAME) && in->BandFmt == VIPS_FORMAT_UCHAR
         && in->Bands == 3 && in->Coding == VIPS_CODING_NONE && in->Type == VIPS_INTERPRETATION_sRGB) {
+        const int orientation = vips_image_get_orientation(in);
         VipsImage *transformed = NULL;
         if (sluice_icc_to_srgb(icc, in, &transformed)) return -1;
-        const int result = vips_autorot(transformed, out, NULL);
+        if (orientation == 1) {
+            *out = transformed;
+            return 0;
+        }
+        VipsImage *memory = vips_image_copy_memory(transformed);
         g_object_unref(transformed);
+        if (!memory) return -1;
+        const int result = vips_autorot(memory, out, NULL);
+        g_object_unref(memory);
         return result;
     }
     /* vips_thumbnail converts to sRGB before reducing (a profiled image excepted); every 3-band 8-bit JPEG and

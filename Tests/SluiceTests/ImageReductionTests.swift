@@ -110,4 +110,63 @@ struct ImageReductionTests {
             }
         }
     }
+
+    /// The shim keeps a transform for each of the first 16 embedded profiles a processor meets; later profiles, and
+    /// ones that cannot be read with the relative intent (libvips then falls back to its own sRGB profile), go to
+    /// libvips' transform. Either way the outputs are libvips', turned upright, for an image smaller than the box
+    /// (only transformed and turned) and one that is reduced: 18 variants of the Adobe RGB profile (their creation
+    /// dates differ) and a profile with a perceptual table only (`Tests/Fixtures/icc`).
+    @Test func profilesPastTheCacheAndOnesWithoutTheRelativeIntentMatchLibvips() throws {
+        let donor = try Data(contentsOf: TestEnvironment.fixture("images/photos/rocket.jpg"))
+        let adobeRGB = try #require(Self.iccProfile(inJPEG: donor), "rocket.jpg carries an Adobe RGB profile")
+        // The table-only profile first, while the cache has room for it.
+        let profiles = [try Data(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("Tests/Fixtures/icc/rgb-perceptual-table-only.icc"))]
+            + (0..<18).map { index in
+                var profile = adobeRGB
+                let year = 2000 + index
+                (profile[24], profile[25]) = (UInt8(year >> 8), UInt8(year & 0xFF))
+                return profile
+            }
+        // Smaller than its box, and tall enough that turning it must not read the loader's rows out of order; and
+        // one that is reduced.
+        let inBox = (try VipsImageProcessor.patternJPEG(width: 1800, height: 1200, orientation: 6),
+                     ImageOptions(maxSide: 1920, thumbnailSize: 200, classifyMaxSide: 640), "1800×1200 into 1920")
+        let reduced = (try VipsImageProcessor.patternJPEG(width: 1500, height: 1000, orientation: 8),
+                       ImageOptions(maxSide: 640, thumbnailSize: 100, classifyMaxSide: 200), "1500×1000 into 640")
+        for (index, profile) in profiles.enumerated() {
+            for (pattern, options, label) in [inBox, reduced] {
+                let made = try expectSameOutputs(try Self.jpeg(pattern, carrying: profile), options: options, "\(label), profile \(index + 1)")
+                #expect(made.height > made.width, "\(label), profile \(index + 1): not turned upright")
+            }
+        }
+    }
+
+    /// The ICC profile of a JPEG that carries it in one APP2 segment.
+    static func iccProfile(inJPEG jpeg: Data) -> Data? {
+        let bytes = [UInt8](jpeg)
+        let marker = Array("ICC_PROFILE".utf8) + [0]
+        var offset = 2
+        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, (0xE0...0xEF).contains(bytes[offset + 1]) {
+            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            let body = (offset + 4)..<min(bytes.count, offset + 2 + length)
+            if bytes[offset + 1] == 0xE2, body.count > marker.count + 2, Array(bytes[body].prefix(marker.count)) == marker {
+                return Data(bytes[(body.lowerBound + marker.count + 2)..<body.upperBound])
+            }
+            offset += 2 + length
+        }
+        return nil
+    }
+
+    /// `jpeg` with `profile` in an APP2 segment after its other application segments (it has none of its own).
+    static func jpeg(_ jpeg: Data, carrying profile: Data) throws -> Data {
+        let bytes = [UInt8](jpeg)
+        var offset = 2
+        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, (0xE0...0xEF).contains(bytes[offset + 1]) {
+            offset += 2 + (Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3]))
+        }
+        let payload = Array("ICC_PROFILE".utf8) + [0, 1, 1] + [UInt8](profile)
+        try #require(payload.count + 2 <= 0xFFFF, "one APP2 segment holds the profile")
+        let segment: [UInt8] = [0xFF, 0xE2, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        return Data(bytes[..<offset] + segment + bytes[offset...])
+    }
 }
