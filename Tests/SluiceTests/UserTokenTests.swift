@@ -20,7 +20,12 @@ import Testing
 
     func application(_ root: TemporaryDataRoot, now: @escaping @Sendable () -> Date = Date.init,
                      edit: (inout AuthConfig) -> Void) async throws -> some ApplicationProtocol {
-        let config = root.config(endpoint: "http://127.0.0.1:9/v1") { config in edit(&config.api.auth) }
+        let config = root.config(endpoint: "http://127.0.0.1:9/v1") { config in
+            // The fake issuer's first answer can take seconds on a loaded 2-core machine (CI once missed 5 s); the
+            // fetch deadline is not what these tests check.
+            config.api.auth.jwksTimeoutSeconds = 60
+            edit(&config.api.auth)
+        }
         let services = try await Services.live(config: config, environment: [:], logger: quietLogger).api()
         return buildApplication(services: services, environment: ["SLUICE_APP_TOKENS": "app-1"], now: now, logger: quietLogger)
     }
@@ -121,6 +126,9 @@ import Testing
         // The config refuses an empty claim name, naming the key.
         #expect { try PipelineConfig.parse(Data(#"{"dataRoot": "/tmp/x", "api": {"auth": {"userIdClaim": ""}}}"#.utf8), baseDirectory: root.url) } throws: { error in
             "\(error)".contains("userIdClaim") && "\(error)".contains("claim name")
+        }
+        #expect { try PipelineConfig.parse(Data(#"{"dataRoot": "/tmp/x", "api": {"auth": {"jwksTimeoutSeconds": 0}}}"#.utf8), baseDirectory: root.url) } throws: { error in
+            "\(error)".contains("api.auth.jwksTimeoutSeconds") && "\(error)".contains("1...120")
         }
     }
 

@@ -213,7 +213,7 @@ actor UserTokenVerifier {
     private func fetch(_ url: String) async throws -> Data {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
-        let response = try await client.execute(request, timeout: .seconds(5))
+        let response = try await client.execute(request, timeout: .milliseconds(Int64(config.jwksTimeoutSeconds * 1000)))
         guard response.status.code == 200 else { throw JWKSFetchError(status: Int(response.status.code)) }
         return Data(buffer: try await response.body.collect(upTo: 1 << 20))
     }

@@ -5,10 +5,12 @@ import Foundation
 public struct AuthConfig: Sendable, Equatable {
     /// A JWKS document on disk (air-gapped setups); relative to the config file.
     public var jwksFile: URL?
-    /// A JWKS URL, fetched at start, cached, refreshed every `jwksRefreshSeconds` and when a token names a key the
-    /// cache does not have.
+    /// A JWKS URL, fetched on first use, cached, refreshed every `jwksRefreshSeconds` and when a token names a key
+    /// the cache does not have.
     public var jwksURL: String?
     public var jwksRefreshSeconds: Double = 3600
+    /// How long one fetch of `jwksURL` may take (connect, answer, body) before it counts as failed.
+    public var jwksTimeoutSeconds: Double = 10
     /// Required `iss` and `aud` when set.
     public var issuer: String?
     public var audience: String?

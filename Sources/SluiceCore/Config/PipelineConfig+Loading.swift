@@ -91,6 +91,7 @@ extension PipelineConfig {
             try require(url?.scheme == "https" || url?.scheme == "http", "api.auth.jwksURL", "\"\(jwks)\" is not an http(s) URL")
         }
         try require(api.auth.jwksRefreshSeconds >= 10, "api.auth.jwksRefreshSeconds", "must be ≥ 10")
+        try require((1...120).contains(api.auth.jwksTimeoutSeconds), "api.auth.jwksTimeoutSeconds", "must be 1...120")
         if let project = api.auth.firebaseProjectId {
             try require(!project.isEmpty && project.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }), "api.auth.firebaseProjectId",
                         "\"\(project)\" is not a Firebase project id")
@@ -632,7 +633,7 @@ extension APIImagesConfig: Decodable {
 
 extension AuthConfig: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case jwksFile, jwksURL, jwksRefreshSeconds, issuer, audience, firebaseProjectId, allowEmulatorTokens, userIdClaim
+        case jwksFile, jwksURL, jwksRefreshSeconds, jwksTimeoutSeconds, issuer, audience, firebaseProjectId, allowEmulatorTokens, userIdClaim
     }
 
     /// `jwksFile` is resolved against the config file's folder by `PipelineConfig.parse`.
@@ -643,6 +644,7 @@ extension AuthConfig: Decodable {
         v.jwksFile = try c.optional(String.self, forKey: .jwksFile).map { URL(fileURLWithPath: $0) }
         v.jwksURL = try c.optional(String.self, forKey: .jwksURL)
         v.jwksRefreshSeconds = try c.value(.jwksRefreshSeconds, default: v.jwksRefreshSeconds)
+        v.jwksTimeoutSeconds = try c.value(.jwksTimeoutSeconds, default: v.jwksTimeoutSeconds)
         v.issuer = try c.optional(String.self, forKey: .issuer)
         v.audience = try c.optional(String.self, forKey: .audience)
         v.firebaseProjectId = try c.optional(String.self, forKey: .firebaseProjectId)
