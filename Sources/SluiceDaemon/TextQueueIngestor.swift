@@ -268,9 +268,8 @@ public struct TextQueueIngestor: Sendable {
         let stillHeld: @Sendable () async -> Bool
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
-        /// Judged windows waiting to be written, and how many lines they hold.
+        /// Judged windows waiting to be written.
         var batch: [[Judged]] = []
-        var batchLines = 0
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
         /// Some of its lines are already stored (`wasReadBefore`).
         var mayBeReplay = false
@@ -295,8 +294,7 @@ public struct TextQueueIngestor: Sendable {
             // Whole windows: a batch is written once it holds `batchSize` lines or more (eight windows of 250, or
             // whole windows of `text.classifierMaxInFlight` lines when that is more).
             batch.append(judged)
-            batchLines += judged.count
-            if batchLines >= TextQueueIngestor.batchSize { try await flush() }
+            if batch.reduce(0, { $0 + $1.count }) >= TextQueueIngestor.batchSize { try await flush() }
         }
 
         mutating func flush() async throws {
@@ -306,7 +304,6 @@ public struct TextQueueIngestor: Sendable {
             try await ingestor.pipeline.settle()
             let judged = batch
             batch.removeAll(keepingCapacity: true)
-            batchLines = 0
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
             let (store, stillHeld) = (ingestor.store, stillHeld)
             // Made ready (items stamped in file order, rows encoded by the store) while the writer is busy with the
