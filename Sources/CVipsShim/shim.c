@@ -52,15 +52,20 @@ static int libvips_fit(VipsImage *in, VipsImage **out, int width, int height, co
  * by the larger ratio with vips_reducev then vips_reduceh (Lanczos3), transforms an image with an embedded
  * profile to `profile` (one ICC transform, relative intent, 8-bit), then turns the result upright by its EXIF
  * orientation (larger ones begin with a box shrink); the shim's reduction writes its pixels straight into their
- * upright places, and the transform works pixel by pixel, so doing it after the turn changes nothing.
+ * upright places, and the transform works pixel by pixel, so doing it after the turn changes nothing. Such an
+ * image smaller than the box with an embedded profile is only transformed and turned, as vips_thumbnail does.
  * Anything else goes to libvips_fit. */
 static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int height, const char *profile, SluiceIccCache *icc) {
     const double shrink = VIPS_MAX((double) in->Xsize / width, (double) in->Ysize / height);
+    /* vips_thumbnail converts to sRGB before reducing (a profiled image excepted); every 3-band 8-bit JPEG and
+     * PNG loads as sRGB, and anything else is left to it. */
+    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || in->Type != VIPS_INTERPRETATION_sRGB)
+        return libvips_fit(in, out, width, height, profile);
     /* Nothing to reduce (an image smaller than the box): vips_thumbnail only transforms an embedded profile to
      * `profile` and, when its orientation is not 1, makes a memory copy (the loader reads rows in order only) and
-     * turns it upright; the transform is the cache's. */
-    if (shrink <= 1.0 && profile && vips_image_get_typeof(in, VIPS_META_ICC_NAME) && in->BandFmt == VIPS_FORMAT_UCHAR
-        && in->Bands == 3 && in->Coding == VIPS_CODING_NONE && in->Type == VIPS_INTERPRETATION_sRGB) {
+     * turns it upright; the transform is the cache's. Without a profile to transform, libvips' thumbnail. */
+    if (shrink <= 1.0) {
+        if (!profile || !vips_image_get_typeof(in, VIPS_META_ICC_NAME)) return libvips_fit(in, out, width, height, profile);
         const int orientation = vips_image_get_orientation(in);
         VipsImage *transformed = NULL;
         if (sluice_icc_to_srgb(icc, in, &transformed)) return -1;
@@ -75,11 +80,7 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
         g_object_unref(memory);
         return result;
     }
-    /* vips_thumbnail converts to sRGB before reducing (a profiled image excepted); every 3-band 8-bit JPEG and
-     * PNG loads as sRGB, and anything else is left to it. */
-    if (in->BandFmt != VIPS_FORMAT_UCHAR || in->Bands != 3 || in->Coding != VIPS_CODING_NONE || in->Type != VIPS_INTERPRETATION_sRGB
-        || shrink <= 1.0 || shrink >= 4.0)
-        return libvips_fit(in, out, width, height, profile);
+    if (shrink >= 4.0) return libvips_fit(in, out, width, height, profile);
     /* As vips_thumbnail: no axis shrunk below one pixel, and vips_resize reduces by 1 / (1 / shrink), which can
      * differ from shrink in its last bit (and so in the output's size and masks). */
     const double hshrink = 1.0 / (1.0 / VIPS_MIN(shrink, (double) in->Xsize));
