@@ -250,7 +250,7 @@ long sluice_inflated_size(const void *buf, size_t len, size_t limit) {
     return (long) total;
 }
 
-int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, int orientation,
+int sluice_vips_pattern_jpeg(int width, int height, const void *profile, size_t profile_len, int orientation,
                              void **buf, size_t *len) {
     VipsImage *base = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 13);
@@ -267,22 +267,8 @@ int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, si
         if (!vips_bandjoin(bands, &t[11], 3, NULL) && !vips_cast_uchar(t[11], &t[12], NULL)) {
             VipsImage *pels = vips_image_copy_memory(t[12]);
             result = pels ? 0 : -1;
-            if (pels && profile_from) {
-                /* The donor image's embedded ICC profile, carried into the pattern's JPEG. */
-                VipsImage *donor = vips_image_new_from_buffer(profile_from, profile_from_len, "", NULL);
-                const void *profile = NULL;
-                size_t profile_len = 0;
-                if (!donor) {
-                    result = -1;
-                } else if (vips_image_get_typeof(donor, VIPS_META_ICC_NAME)
-                           && !vips_image_get_blob(donor, VIPS_META_ICC_NAME, &profile, &profile_len)) {
-                    vips_image_set_blob_copy(pels, VIPS_META_ICC_NAME, profile, profile_len);
-                } else {
-                    vips_error("sluice_vips_pattern_jpeg", "the donor image has no ICC profile");
-                    result = -1;
-                }
-                if (donor) g_object_unref(donor);
-            }
+            /* The profile, carried into the pattern's JPEG. */
+            if (pels && profile) vips_image_set_blob_copy(pels, VIPS_META_ICC_NAME, profile, profile_len);
             /* An EXIF orientation tag (1-8), written into the JPEG's EXIF by jpegsave. */
             if (pels && orientation >= 1 && orientation <= 8) vips_image_set_int(pels, VIPS_META_ORIENTATION, orientation);
             if (!result) result = vips_jpegsave_buffer(pels, buf, len, "Q", 90, NULL);

@@ -109,15 +109,14 @@ public struct VipsImageProcessor: ImageProcessor {
     }
 
     /// A `width` × `height` JPEG of stripes, edges and ramps: tests fit photos of any size with it. With
-    /// `profileFrom`, it carries the ICC profile embedded in that image; with `orientation` (1-8), that EXIF
-    /// orientation.
-    static func patternJPEG(width: Int, height: Int, profileFrom donor: Data? = nil, orientation: Int = 0) throws(ImagingError) -> Data {
+    /// `profile`, it carries that ICC profile (written as it is); with `orientation` (1-8), that EXIF orientation.
+    static func patternJPEG(width: Int, height: Int, profile: Data? = nil, orientation: Int = 0) throws(ImagingError) -> Data {
         try initialisation.get()
-        if let donor, donor.isEmpty { throw ImagingError(.internalError, "the image to take an ICC profile from is empty") }
+        if let profile, profile.isEmpty { throw ImagingError(.internalError, "the ICC profile to embed is empty") }
         var buffer: UnsafeMutableRawPointer?
         var length = 0
-        let made = (donor ?? Data()).withUnsafeBytes { bytes in
-            sluice_vips_pattern_jpeg(Int32(width), Int32(height), donor == nil ? nil : bytes.baseAddress, bytes.count, Int32(orientation),
+        let made = (profile ?? Data()).withUnsafeBytes { bytes in
+            sluice_vips_pattern_jpeg(Int32(width), Int32(height), profile == nil ? nil : bytes.baseAddress, bytes.count, Int32(orientation),
                                      &buffer, &length)
         }
         guard made == 0, let buffer else {

@@ -90,16 +90,16 @@ struct ImageReductionTests {
             }
         }
         let photos = TestEnvironment.fixture("images/photos")
-        let adobeRGB = try Data(contentsOf: photos.appendingPathComponent("rocket.jpg"))
-        let sRGB = try Data(contentsOf: photos.appendingPathComponent("hubble_deep_field.jpg"))
-        for (donor, profile) in [(adobeRGB, "Adobe RGB"), (sRGB, "sRGB")] {
+        let adobeRGB = try #require(Self.iccProfile(inJPEG: try Data(contentsOf: photos.appendingPathComponent("rocket.jpg"))))
+        let sRGB = try #require(Self.iccProfile(inJPEG: try Data(contentsOf: photos.appendingPathComponent("hubble_deep_field.jpg"))))
+        for (iccProfile, profile) in [(adobeRGB, "Adobe RGB"), (sRGB, "sRGB")] {
             // A phone photo's sizes in all eight EXIF orientations (the transform comes after the turn), then others.
             let sizes = (1...8).map { (4032, 3024, $0) }
                 + [(3000, 2000, 1), (3000, 2000, 6), (3024, 4032, 1), (2048, 1536, 1), (1921, 1080, 8), (1000, 750, 1), (641, 427, 1)]
                 // Smaller than the approved copy's box: only the profile's transform and the turn upright, no reduction.
                 + [(320, 240, 6), (240, 320, 3), (64, 48, 1)]
             for (width, height, orientation) in sizes {
-                let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profileFrom: donor, orientation: orientation)
+                let data = try VipsImageProcessor.patternJPEG(width: width, height: height, profile: iccProfile, orientation: orientation)
                 for (maxSide, classifyMaxSide, thumbnailSize) in [(1920, 640, 200), (640, 200, 100)] {
                     let options = ImageOptions(maxSide: maxSide, thumbnailSize: thumbnailSize, classifyMaxSide: classifyMaxSide)
                     let made = try expectSameOutputs(data, options: options,
@@ -129,19 +129,18 @@ struct ImageReductionTests {
             }
         // Smaller than its box, and tall enough that turning it must not read the loader's rows out of order; and
         // one that is reduced.
-        let inBox = (try VipsImageProcessor.patternJPEG(width: 1800, height: 1200, orientation: 6),
-                     ImageOptions(maxSide: 1920, thumbnailSize: 200, classifyMaxSide: 640), "1800×1200 into 1920")
-        let reduced = (try VipsImageProcessor.patternJPEG(width: 1500, height: 1000, orientation: 8),
-                       ImageOptions(maxSide: 640, thumbnailSize: 100, classifyMaxSide: 200), "1500×1000 into 640")
+        let cases = [(1800, 1200, 6, ImageOptions(maxSide: 1920, thumbnailSize: 200, classifyMaxSide: 640), "1800×1200 into 1920"),
+                     (1500, 1000, 8, ImageOptions(maxSide: 640, thumbnailSize: 100, classifyMaxSide: 200), "1500×1000 into 640")]
         for (index, profile) in profiles.enumerated() {
-            for (pattern, options, label) in [inBox, reduced] {
-                let made = try expectSameOutputs(try Self.jpeg(pattern, carrying: profile), options: options, "\(label), profile \(index + 1)")
+            for (width, height, orientation, options, label) in cases {
+                let pattern = try VipsImageProcessor.patternJPEG(width: width, height: height, profile: profile, orientation: orientation)
+                let made = try expectSameOutputs(pattern, options: options, "\(label), profile \(index + 1)")
                 #expect(made.height > made.width, "\(label), profile \(index + 1): not turned upright")
             }
         }
     }
 
-    /// The ICC profile of a JPEG that carries it in one APP2 segment.
+    /// The ICC profile of a JPEG that carries it in one APP2 segment (nil for none, or one split over several).
     static func iccProfile(inJPEG jpeg: Data) -> Data? {
         let bytes = [UInt8](jpeg)
         let marker = Array("ICC_PROFILE".utf8) + [0]
@@ -150,23 +149,11 @@ struct ImageReductionTests {
             let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
             let body = (offset + 4)..<min(bytes.count, offset + 2 + length)
             if bytes[offset + 1] == 0xE2, body.count > marker.count + 2, Array(bytes[body].prefix(marker.count)) == marker {
-                return Data(bytes[(body.lowerBound + marker.count + 2)..<body.upperBound])
+                // After the marker: this chunk's number and how many there are.
+                return bytes[body.lowerBound + marker.count + 1] == 1 ? Data(bytes[(body.lowerBound + marker.count + 2)..<body.upperBound]) : nil
             }
             offset += 2 + length
         }
         return nil
-    }
-
-    /// `jpeg` with `profile` in an APP2 segment after its other application segments (it has none of its own).
-    static func jpeg(_ jpeg: Data, carrying profile: Data) throws -> Data {
-        let bytes = [UInt8](jpeg)
-        var offset = 2
-        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, (0xE0...0xEF).contains(bytes[offset + 1]) {
-            offset += 2 + (Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3]))
-        }
-        let payload = Array("ICC_PROFILE".utf8) + [0, 1, 1] + [UInt8](profile)
-        try #require(payload.count + 2 <= 0xFFFF, "one APP2 segment holds the profile")
-        let segment: [UInt8] = [0xFF, 0xE2, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
-        return Data(bytes[..<offset] + segment + bytes[offset...])
     }
 }

@@ -70,9 +70,9 @@ int sluice_vips_xmp_blob(VipsImage *in, const void **data, size_t *len);
 char *sluice_vips_error_copy(void);
 
 /* A width × height 3-band JPEG of stripes, edges and ramps (tests fit photos of any size with it), carrying the
- * ICC profile embedded in the image `profile_from` (NULL: none) and EXIF `orientation` 1-8 (0: no EXIF). Free
- * *buf with g_free. */
-int sluice_vips_pattern_jpeg(int width, int height, const void *profile_from, size_t profile_from_len, int orientation,
+ * ICC profile `profile` (NULL: none; written as it is) and EXIF `orientation` 1-8 (0: no EXIF). Free *buf with
+ * g_free. */
+int sluice_vips_pattern_jpeg(int width, int height, const void *profile, size_t profile_len, int orientation,
                              void **buf, size_t *len);
 
 void sluice_vips_unref(VipsImage *image);
