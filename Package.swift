@@ -125,6 +125,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "SluiceTests", dependencies: [
             "SluiceCore", "SluiceImaging", "SluiceProviders", "SluiceStore", "SluicePipeline", "SluiceDaemon", "SluiceText",

@@ -43,8 +43,8 @@ public final class FakeJSONServer: Sendable {
 
     private let state = Mutex<[Received]>([])
     private let handler: @Sendable (Received, Int) -> Reply
-    private let task = Mutex<Task<Void, any Error>?>(nil)
-    public let port: Int
+    private let server: LoopbackServer.Running
+    public var port: Int { server.port }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public var received: [Received] { state.withLock { $0 } }
@@ -58,21 +58,20 @@ public final class FakeJSONServer: Sendable {
         }
         router.post("**", use: respond)
         router.get("**", use: respond)
-        let (port, task) = await LoopbackServer.start(router, name: "fake-json")
-        let server = FakeJSONServer(port: port, handler: handler)
-        server.task.withLock { $0 = task }
+        let running = await LoopbackServer.start(router, name: "fake-json")
+        let server = FakeJSONServer(server: running, handler: handler)
         box.withLock { $0 = server }
         return server
     }
 
-    private init(port: Int, handler: @escaping @Sendable (Received, Int) -> Reply) {
-        self.port = port
+    private init(server: LoopbackServer.Running, handler: @escaping @Sendable (Received, Int) -> Reply) {
+        self.server = server
         self.handler = handler
     }
 
-    public func stop() { task.withLock { $0?.cancel() } }
+    public func stop() { server.stop() }
 
-    deinit { task.withLock { $0?.cancel() } }
+    deinit { server.stop() }
 
     private func respond(to request: Request) async throws -> Response {
         var request = request

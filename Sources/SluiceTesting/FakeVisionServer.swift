@@ -58,8 +58,8 @@ public final class FakeVisionServer: Sendable {
 
     private let state = Mutex(State())
     private let handler: @Sendable (Received, Int) -> Reply
-    private let task = Mutex<Task<Void, any Error>?>(nil)
-    public let port: Int
+    private let server: LoopbackServer.Running
+    public var port: Int { server.port }
 
     /// Base URL to put in `vision.endpoint`.
     public var endpoint: String { "http://127.0.0.1:\(port)/v1" }
@@ -79,9 +79,8 @@ public final class FakeVisionServer: Sendable {
             return try await server.respond(to: request)
         }
         router.get("**") { _, _ -> Response in Response(status: .notFound) }
-        let (port, task) = await LoopbackServer.start(router, name: "fake-vision")
-        let server = FakeVisionServer(port: port, handler: handler)
-        server.task.withLock { $0 = task }
+        let running = await LoopbackServer.start(router, name: "fake-vision")
+        let server = FakeVisionServer(server: running, handler: handler)
         box.withLock { $0 = server }
         return server
     }
@@ -91,16 +90,14 @@ public final class FakeVisionServer: Sendable {
         try await start { _, _ in .safeSearch(result) }
     }
 
-    private init(port: Int, handler: @escaping @Sendable (Received, Int) -> Reply) {
-        self.port = port
+    private init(server: LoopbackServer.Running, handler: @escaping @Sendable (Received, Int) -> Reply) {
+        self.server = server
         self.handler = handler
     }
 
-    public func stop() {
-        task.withLock { $0?.cancel() }
-    }
+    public func stop() { server.stop() }
 
-    deinit { task.withLock { $0?.cancel() } }
+    deinit { server.stop() }
 
     private func respond(to request: Request) async throws -> Response {
         var request = request

@@ -1,8 +1,24 @@
 import Hummingbird
+import ServiceLifecycle
 
-/// Starts a Hummingbird router on a free loopback port; returns the port and the task running it.
+/// Starts a Hummingbird router on a free loopback port.
 enum LoopbackServer {
-    static func start(_ router: Router<BasicRequestContext>, name: String) async -> (port: Int, task: Task<Void, any Error>) {
+    /// A server that is running, and how to stop it.
+    struct Running: Sendable {
+        let port: Int
+        let group: ServiceGroup
+
+        /// Shuts the server down gracefully: it stops accepting, finishes the requests it has and closes. Cancelling
+        /// the task that runs it instead can trap in NIO ("Deinited NIOAsyncWriter without calling finish()",
+        /// apple/swift-nio#2813) when a connection was accepted but not yet handed to the server: it stopped a whole
+        /// `swift test` run once, in a clean-clone `.ci/run`.
+        func stop() {
+            let group = group
+            Task { await group.triggerGracefulShutdown() }
+        }
+    }
+
+    static func start(_ router: Router<BasicRequestContext>, name: String) async -> Running {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(router: router,
                               configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: name),
@@ -10,9 +26,10 @@ enum LoopbackServer {
                                   continuation.yield(channel.localAddress?.port ?? 0)
                                   continuation.finish()
                               })
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: app.logger))
+        Task { try await group.run() }
         var port = 0
         for await value in ports { port = value }
-        return (port, task)
+        return Running(port: port, group: group)
     }
 }
