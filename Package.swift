@@ -83,7 +83,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "SluiceAPI", dependencies: [
-            "SluiceCore", "SluicePipeline",
+            "SluiceCore", "SluicePipeline", "SluiceProviders",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "JWTKit", package: "jwt-kit"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),

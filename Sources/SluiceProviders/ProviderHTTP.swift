@@ -35,8 +35,10 @@ public struct ProviderHTTP: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await client.execute(request, timeout: timeout)
-            bytes = try await response.body.collect(upTo: maxResponseBytes)
+            let maxResponseBytes = maxResponseBytes
+            (response, bytes) = try await client.exchange(request, timeout: timeout) { response in
+                (response, try await response.body.collect(upTo: maxResponseBytes))
+            }
         } catch let error as HTTPClientError where error == .connectTimeout {
             // Opening the connection took longer than `HTTPClient.providerConnectTimeout` (a test's own client may set
             // another), not the request's timeout.
@@ -110,8 +112,7 @@ public struct ProviderHTTP: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         do {
-            let response = try await client.execute(request, timeout: timeout)
-            _ = try? await response.body.collect(upTo: 64 * 1024)
+            try await client.exchange(request, timeout: timeout) { response in _ = try? await response.body.collect(upTo: 64 * 1024) }
             return nil
         } catch {
             return connectionFailure(error)

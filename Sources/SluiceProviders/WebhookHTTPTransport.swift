@@ -18,8 +18,12 @@ public struct WebhookHTTPTransport: WebhookTransport {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(data: body))
         do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(timeoutSeconds * 1000)))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
+            // The answer's body is drained (up to 64 KiB) within the same timeout: a receiver that sends its head and
+            // then drips the body does not hold a delivery slot past `timeoutSeconds`.
+            let response = try await client.exchange(request, timeout: .milliseconds(Int64(timeoutSeconds * 1000))) { response in
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                return response
+            }
             let code = Int(response.status.code)
             if (200..<300).contains(code) { return nil }
             if (300..<400).contains(code) {
@@ -28,6 +32,8 @@ public struct WebhookHTTPTransport: WebhookTransport {
                 return WebhookTransportFailure(message: "HTTP \(code) (redirects are not followed\(location))", retryable: false)
             }
             return WebhookTransportFailure(message: "HTTP \(code)", retryable: code == 408 || code == 429 || code >= 500)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            return WebhookTransportFailure(message: "no complete answer within \(String(format: "%g", timeoutSeconds)) s (timeoutSeconds)", retryable: true)
         } catch {
             return WebhookTransportFailure(message: "unreachable: \(ProviderHTTP.connectionFailure(error))", retryable: true)
         }

@@ -25,12 +25,15 @@ public final class FakeJSONServer: Sendable {
         public var body: Data
         public var headers: [String: String]
         public var delay: Double
+        /// When above 0: the head and the body's first byte go at once, then the rest a byte every `dripEvery` seconds.
+        public var dripEvery: Double
 
-        public init(status: Int = 200, body: String, headers: [String: String] = [:], delay: Double = 0) {
+        public init(status: Int = 200, body: String, headers: [String: String] = [:], delay: Double = 0, dripEvery: Double = 0) {
             self.status = status
             self.body = Data(body.utf8)
             self.headers = headers
             self.delay = delay
+            self.dripEvery = dripEvery
         }
 
         public init(status: Int = 200, bytes: Data, headers: [String: String] = [:]) {
@@ -38,6 +41,7 @@ public final class FakeJSONServer: Sendable {
             body = bytes
             self.headers = headers
             delay = 0
+            dripEvery = 0
         }
     }
 
@@ -87,7 +91,8 @@ public final class FakeJSONServer: Sendable {
         let reply = handler(received, index)
         if reply.delay > 0 { try await Task.sleep(nanoseconds: UInt64(reply.delay * 1_000_000_000)) }
         var response = Response(status: .init(code: reply.status), headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(data: reply.body)))
+                                body: reply.dripEvery > 0 ? LoopbackServer.dripping(Array(reply.body), every: reply.dripEvery)
+                                    : .init(byteBuffer: ByteBuffer(data: reply.body)))
         for (name, value) in reply.headers {
             if let field = HTTPField.Name(name) { response.headers[field] = value }
         }

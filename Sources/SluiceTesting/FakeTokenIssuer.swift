@@ -5,7 +5,8 @@ import Synchronization
 
 /// An identity provider stand-in on loopback: an RSA (RS256) and a P-256 (ES256) key made for the test, their
 /// JWKS served at `jwksURL` (as Google serves Firebase's), and tokens signed with them. `goDown()` makes the JWKS
-/// endpoint answer 503, as a provider outage would.
+/// endpoint answer 503, as a provider outage would; `drip(every:)` makes it answer at once and then send the document
+/// a byte at a time.
 public final class FakeTokenIssuer: Sendable {
     public struct Claims: JWTPayload {
         public var sub: SubjectClaim?
@@ -20,6 +21,7 @@ public final class FakeTokenIssuer: Sendable {
 
     private let keys: JWTKeyCollection
     private let down = Mutex(false)
+    private let dripEvery = Mutex(0.0)
     private let box: Mutex<FakeJSONServer?>
     /// The JWKS document (public keys only), also what `jwksFile` setups read from disk.
     public let jwks: String
@@ -43,7 +45,7 @@ public final class FakeTokenIssuer: Sendable {
         let jwks = String(decoding: try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]), as: UTF8.self)
         let issuer = FakeTokenIssuer(keys: keys, jwks: jwks)
         let server = try await FakeJSONServer.start { [issuer] _, _ in
-            issuer.down.withLock { $0 } ? .init(status: 503, body: #"{"error":"down"}"#) : .init(body: jwks)
+            issuer.down.withLock { $0 } ? .init(status: 503, body: #"{"error":"down"}"#) : .init(body: jwks, dripEvery: issuer.dripEvery.withLock { $0 })
         }
         issuer.box.withLock { $0 = server }
         return issuer
@@ -57,6 +59,8 @@ public final class FakeTokenIssuer: Sendable {
 
     public func goDown() { down.withLock { $0 = true } }
     public func comeBack() { down.withLock { $0 = false } }
+    /// From now on the JWKS answer's head comes at once and its body a byte every `seconds` (0: all at once).
+    public func drip(every seconds: Double) { dripEvery.withLock { $0 = seconds } }
     public func stop() { box.withLock { $0 }?.stop() }
 
     /// A token signed with the RSA key (`kid` "rsa-1") or the EC key ("ec-1").

@@ -30,6 +30,9 @@ public final class FakeVisionServer: Sendable {
         /// Answers once `until` returns: a test holds the calls until it has seen what it waits for, however slow the
         /// machine (a fixed delay can run out first).
         indirect case held(until: @Sendable () async -> Void, then: Reply)
+        /// Answers `result` with its head and first byte at once, then the rest of the body a byte every `every`
+        /// seconds: a server that answers and then drips (a timeout must cover the body too).
+        case dripped(every: Double, result: SafeSearch)
     }
 
     /// A gate a test opens once: `wait` returns when it is open (for `Reply.held`).
@@ -139,8 +142,7 @@ public final class FakeVisionServer: Sendable {
     private func render(_ reply: Reply) async throws -> Response {
         switch reply {
         case let .safeSearch(result):
-            let annotation = SafeSearchCategory.allCases.map { "\"\($0.rawValue)\":\"\(result[$0].rawValue)\"" }.joined(separator: ",")
-            return Self.json(200, "{\"responses\":[{\"safeSearchAnnotation\":{\(annotation)}}]}")
+            return Self.json(200, Self.answer(result))
         case let .imageError(code, message):
             return Self.json(200, "{\"responses\":[{\"error\":{\"code\":\(code),\"message\":\"\(message)\"}}]}")
         case let .http(status, body, headers):
@@ -155,7 +157,14 @@ public final class FakeVisionServer: Sendable {
         case let .held(until, then):
             await until()
             return try await render(then)
+        case let .dripped(every, result):
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: LoopbackServer.dripping(Array(Self.answer(result).utf8), every: every))
         }
+    }
+
+    private static func answer(_ result: SafeSearch) -> String {
+        let annotation = SafeSearchCategory.allCases.map { "\"\($0.rawValue)\":\"\(result[$0].rawValue)\"" }.joined(separator: ",")
+        return "{\"responses\":[{\"safeSearchAnnotation\":{\(annotation)}}]}"
     }
 
     private static func json(_ status: Int, _ body: String) -> Response {

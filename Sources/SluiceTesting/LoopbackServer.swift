@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import ServiceLifecycle
 
 /// Starts a Hummingbird router on a free loopback port.
@@ -15,6 +16,17 @@ enum LoopbackServer {
         func stop() {
             let group = group
             Task { await group.triggerGracefulShutdown() }
+        }
+    }
+
+    /// `bytes` as a response body that drips: the first byte at once (with the head), then one every `seconds`.
+    static func dripping(_ bytes: [UInt8], every seconds: Double) -> ResponseBody {
+        ResponseBody { writer in
+            for (index, byte) in bytes.enumerated() {
+                if index > 0 { try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000)) }
+                try await writer.write(ByteBuffer(bytes: [byte]))
+            }
+            try await writer.finish(nil)
         }
     }
 

@@ -19,6 +19,8 @@ import Testing
         ("noresponses", .http(status: 200, body: #"{}"#), "google-vision answered in an unexpected format"),
         ("imageerror", .imageError(code: 3, message: "Bad image data."), "google-vision could not read the image"),
         ("timeout", .delayed(seconds: 6, then: .safeSearch(cleanResult)), "google-vision did not answer in time"),
+        // A clean answer whose body drips for about 40 s: the timeout covers the body, so it is not waited out.
+        ("slowbody", .dripped(every: 0.25, result: cleanResult), "google-vision did not answer in time"),
     ]
     static let providersOwnWords = ["backend exploded", "unavailable", "API key", "oops", "NOPE", "Bad image data", "safeSearchAnnotation"]
 

@@ -165,6 +165,28 @@ import Testing
         }
     }
 
+    /// `jwksTimeoutSeconds` bounds the whole fetch: a JWKS whose answer begins at once and then drips (for minutes
+    /// here) fails at the timeout, and with no keys yet an RS256 token is UNAUTHENTICATED, instead of the request waiting
+    /// for as long as the body drips.
+    @Test func aJWKSThatDripsItsBodyTimesOut() async throws {
+        let root = try TemporaryDataRoot()
+        let idp = try await FakeTokenIssuer.start()
+        defer { idp.stop() }
+        idp.drip(every: 0.2)
+        let app = try await application(root) { auth in
+            auth.jwksURL = idp.jwksURL
+            auth.jwksTimeoutSeconds = 2
+        }
+        try await app.test(.router) { client in
+            let token = try await idp.token(sub: "alice", expires: Date().addingTimeInterval(3600), issuer: nil, audience: nil)
+            try await client.execute(uri: "/v1/items/alice/none", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                #expect(Self.status(response).code == .unauthorized)
+                #expect(Self.status(response).message?.hasPrefix("no keys to verify RS256 tokens: JWKS at") == true, "\(Self.status(response))")
+            }
+        }
+        #expect(idp.fetches == 1)
+    }
+
     @Test func aJWKSFileServesAirGappedSetupsAndEmulatorTokensNeedTheSwitch() async throws {
         let root = try TemporaryDataRoot()
         let idp = try await FakeTokenIssuer.start()

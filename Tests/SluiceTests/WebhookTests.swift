@@ -289,6 +289,28 @@ import Testing
         #expect(elsewhere.received.isEmpty)
     }
 
+    /// A receiver that answers at once and then drips its body is given up on at the webhook's timeout, which covers
+    /// the body too: the attempt fails as a timeout, to be retried, instead of holding a delivery slot for as long as the
+    /// receiver goes on (here 40 s; AsyncHTTPClient's own deadline ends with the answer's head).
+    @Test func aReceiverThatDripsItsAnswerTimesOut() async throws {
+        let root = try TemporaryDataRoot()
+        let receiver = try await FakeJSONServer.start { _, _ in .init(status: 200, body: String(repeating: " ", count: 400), dripEvery: 0.1) }
+        defer { receiver.stop() }
+        var hook = Self.hook(receiver)
+        hook.timeoutSeconds = 1
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1/images:annotate"), environment: [:], logger: quietLogger)
+        let clock = Clock(Date())
+        try await services.store.enqueueWebhookDeliveries([WebhookDelivery(id: "whd_d", webhook: "backend", event: .approved, payload: #"{"id":"d"}"#,
+                                                                           nextAttemptAt: clock.now, createdAt: clock.now)],
+                                                          webhook: "backend", cursor: try await services.store.webhookCursor("backend"))
+        let pass = await Self.dispatcher(services.store, hook, clock: clock).pass()
+        #expect(pass.delivered == 0 && pass.retrying == 1, "\(pass)")
+        let waiting = try #require(try await services.store.webhookDeliveries(state: .pending, limit: 10).first)
+        #expect(waiting.attempts == 1)
+        #expect(waiting.lastError == "no complete answer within 1 s (timeoutSeconds)", "\(waiting)")
+        #expect(receiver.received.count == 1)
+    }
+
     @Test func failedDeliveriesAreListedAndSentAgainFromTheCLI() async throws {
         let root = try TemporaryDataRoot()
         let vision = try await FakeVisionServer.always(cleanResult)

@@ -4,6 +4,7 @@ import JWTKit
 import Logging
 import NIOCore
 import SluiceCore
+import SluiceProviders
 
 /// Verifies end users' JWTs with jwt-kit: HS256 with the configured secret; RS256 and ES256 with keys from a JWKS
 /// file or URL (Firebase ID tokens: `api.auth.firebaseProjectId`); `exp`, `nbf`, `iss` and `aud` checked against
@@ -213,9 +214,13 @@ actor UserTokenVerifier {
     private func fetch(_ url: String) async throws -> Data {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
-        let response = try await client.execute(request, timeout: .milliseconds(Int64(config.jwksTimeoutSeconds * 1000)))
-        guard response.status.code == 200 else { throw JWKSFetchError(status: Int(response.status.code)) }
-        return Data(buffer: try await response.body.collect(upTo: 1 << 20))
+        // The answer, its body included, within the timeout (`HTTPClient.exchange`).
+        let (status, body) = try await client.exchange(request, timeout: .milliseconds(Int64(config.jwksTimeoutSeconds * 1000))) { response in
+            guard response.status.code == 200 else { return (Int(response.status.code), ByteBuffer()) }
+            return (200, try await response.body.collect(upTo: 1 << 20))
+        }
+        guard status == 200 else { throw JWKSFetchError(status: status) }
+        return Data(buffer: body)
     }
 
     struct JWKSFetchError: Error, CustomStringConvertible {

@@ -9,8 +9,8 @@ public struct AuthConfig: Sendable, Equatable {
     /// the cache does not have.
     public var jwksURL: String?
     public var jwksRefreshSeconds: Double = 3600
-    /// How long one fetch of `jwksURL` may take to connect and answer (its status and headers) before it counts as
-    /// failed; the body (at most 1 MiB) is then read under the HTTP client's own limit of 90 s without a byte.
+    /// How long one fetch of `jwksURL` may take, from connecting to the last byte of its body (at most 1 MiB), before
+    /// it counts as failed.
     public var jwksTimeoutSeconds: Double = 10
     /// Required `iss` and `aud` when set.
     public var issuer: String?
