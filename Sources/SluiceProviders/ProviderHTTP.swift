@@ -112,7 +112,8 @@ public struct ProviderHTTP: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         do {
-            try await client.exchange(request, timeout: timeout) { response in _ = try? await response.body.collect(upTo: 64 * 1024) }
+            // Any answer counts, as soon as its head arrives: the body is not waited for.
+            try await client.exchange(request, timeout: timeout) { _ in }
             return nil
         } catch {
             return connectionFailure(error)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SluiceCore
 @testable import SluiceProviders
 import SluiceTesting
@@ -40,6 +41,16 @@ import Testing
         #expect(!Self.providersOwnWords.contains { item.reason?.contains($0) == true }, "\(item.reason ?? "nil")")
         #expect(!root.exists("approved/u/img.jpg") && !root.exists("thumbnails/u/img.jpg"))
         #expect(root.exists("review/u/img.jpg"))
+    }
+
+    /// For health, any answer counts as soon as its head arrives: a provider that answers and then drips its body is
+    /// reachable, and the probe does not wait for the body (80 s here).
+    @Test func aProviderThatAnswersThenDripsIsReachable() async throws {
+        let server = try await FakeJSONServer.start { _, _ in .init(status: 200, body: String(repeating: " ", count: 400), dripEvery: 0.2) }
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        #expect(await ProviderHTTP.unreachable(server.baseURL + "/v1/images:annotate", timeout: .seconds(5)) == nil)
+        #expect(ContinuousClock.now - started < .seconds(40), "the body was waited for")
     }
 
     @Test func retryableFailuresAreRetriedThenSucceed() async throws {
