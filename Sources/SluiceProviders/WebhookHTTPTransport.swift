@@ -22,21 +22,23 @@ public struct WebhookHTTPTransport: WebhookTransport {
         // connection can be used again, and within the same timeout: a receiver that answers and then drips its body
         // does not hold a delivery slot past `timeoutSeconds`, and is judged by the status it sent.
         let head = AnswerHead()
+        let code: Int
+        let location: String?
         do {
-            try await client.exchange(request, timeout: .milliseconds(Int64(timeoutSeconds * 1000))) { response in
-                head.keep(response)
+            (code, location) = try await client.exchange(request, timeout: .milliseconds(Int64(timeoutSeconds * 1000))) { response in
+                let status = head.keep(response)
                 _ = try? await response.body.collect(upTo: 64 * 1024)
+                return status
             }
         } catch {
-            if head.status == nil {
+            // Past the timeout with the head in, the status it sent decides.
+            guard let status = head.status else {
                 if let error = error as? HTTPClientError, error == .deadlineExceeded {
                     return WebhookTransportFailure(message: "no answer within \(String(format: "%g", timeoutSeconds)) s (timeoutSeconds)", retryable: true)
                 }
                 return WebhookTransportFailure(message: "unreachable: \(ProviderHTTP.connectionFailure(error))", retryable: true)
             }
-        }
-        guard case let (code, location)? = head.status else {
-            return WebhookTransportFailure(message: "unreachable: no answer", retryable: true)
+            (code, location) = status
         }
         if (200..<300).contains(code) { return nil }
         if (300..<400).contains(code) {
@@ -54,8 +56,10 @@ private final class AnswerHead: Sendable {
 
     var status: (code: Int, location: String?)? { state.withLock { $0 } }
 
-    func keep(_ response: HTTPClientResponse) {
+    /// Keeps the status and `Location` of `response`, and returns them.
+    func keep(_ response: HTTPClientResponse) -> (code: Int, location: String?) {
         let status = (code: Int(response.status.code), location: response.headers.first(name: "Location"))
         state.withLock { $0 = status }
+        return status
     }
 }
