@@ -6,7 +6,7 @@ extension SQLiteStore {
     // MARK: Reads
 
     public func item(_ id: ItemID) async throws(StoreError) -> Item? {
-        try await read("read item \(id)") { db in try ItemRow.fetchOne(db, key: id.rawValue)?.item }
+        try await read("read item \(id)") { db in try ItemRow.stored(db, id: id.rawValue)?.item }
     }
 
     public func items(_ ids: [ItemID]) async throws(StoreError) -> [Item] {
@@ -98,7 +98,7 @@ extension SQLiteStore {
     public func markReceived(_ id: ItemID, kind: ItemKind, userId: String, contentHash: String?, sourceBytes: Int?,
                              at now: Date) async throws(StoreError) -> Item {
         try await write("mark \(id) received") { db in
-            if var row = try ItemRow.fetchOne(db, key: id.rawValue) {
+            if var row = try ItemRow.stored(db, id: id.rawValue) {
                 let previous = row.status
                 if row.contentHash != contentHash || previous.isFinal {
                     row.status = .pending
@@ -133,7 +133,7 @@ extension SQLiteStore {
     /// `onlyIfStored`, nothing when there is no row (false).
     private func recordVerdict(_ item: Item, stage: String?, detail: String?, onlyIfStored: Bool) async throws(StoreError) -> Bool {
         try await write("record verdict for \(item.id)") { db in
-            let previous = try ItemRow.fetchOne(db, key: item.id.rawValue)
+            let previous = try ItemRow.stored(db, id: item.id.rawValue)
             if onlyIfStored, previous == nil { return false }
             var updated = item
             if let previous {

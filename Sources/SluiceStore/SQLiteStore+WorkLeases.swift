@@ -6,11 +6,12 @@ extension SQLiteStore {
     public func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool {
         try await write("claim \(unit)") { db in
             // The write transaction is exclusive, so read-then-write is atomic across processes sharing the file.
-            try db.execute(sql: """
+            // Prepared once per connection: the daemon claims and releases a lease around every upload.
+            try db.cachedStatement(sql: """
                 INSERT INTO workLease (unit, owner, until) VALUES (?, ?, ?)
                 ON CONFLICT(unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
                 WHERE workLease.until <= ? OR workLease.owner = excluded.owner
-                """, arguments: [unit, owner, until, now])
+                """).execute(arguments: [unit, owner, until, now])
             return db.changesCount > 0
         }
     }
@@ -30,7 +31,7 @@ extension SQLiteStore {
 
     public func releaseWork(_ unit: String, owner: String) async throws(StoreError) {
         try await write("release \(unit)") { db in
-            try db.execute(sql: "DELETE FROM workLease WHERE unit = ? AND owner = ?", arguments: [unit, owner])
+            try db.cachedStatement(sql: "DELETE FROM workLease WHERE unit = ? AND owner = ?").execute(arguments: [unit, owner])
         }
     }
 
