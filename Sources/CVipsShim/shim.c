@@ -31,6 +31,32 @@ int sluice_vips_init(int vips_threads) {
     return 0;
 }
 
+VipsImage *sluice_vips_render_memory(VipsImage *in, int here) {
+    if (!here || in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN || in->dtype == VIPS_IMAGE_MMAPIN
+        || in->dtype == VIPS_IMAGE_MMAPINRW)
+        return vips_image_copy_memory(in);
+    /* As vips_image_write into a memory image does (the fields and metadata of `in`, the pixels written through a
+     * region on the memory), but with the one region prepared here instead of strip by strip in a thread pool. */
+    VipsImage *out = vips_image_new_memory();
+    VipsRegion *source = NULL, *target = NULL;
+    VipsRect whole = {0, 0, in->Xsize, in->Ysize};
+    const int failed = vips_image_pipelinev(out, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) || vips_image_write_prepare(out)
+        || !(source = vips_region_new(in)) || !(target = vips_region_new(out)) || vips_region_image(target, &whole)
+        || vips_region_prepare_to(source, target, &whole, 0, 0);
+    if (source) g_object_unref(source);
+    if (target) g_object_unref(target);
+    if (failed) {
+        g_object_unref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A fitting's source is small enough to render on the calling thread (or is in memory). */
+static int renders_here(VipsImage *source) {
+    return source->dtype == VIPS_IMAGE_SETBUF || (guint64) source->Xsize * (guint64) source->Ysize <= SLUICE_RENDER_HERE_MAX_PIXELS;
+}
+
 const char *sluice_vips_loader(const void *buf, size_t len) {
     return vips_foreign_find_load_buffer(buf, len);
 }
@@ -73,7 +99,7 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
             *out = transformed;
             return 0;
         }
-        VipsImage *memory = vips_image_copy_memory(transformed);
+        VipsImage *memory = sluice_vips_render_memory(transformed, renders_here(in));
         g_object_unref(transformed);
         if (!memory) return -1;
         const int result = vips_autorot(memory, out, NULL);
@@ -96,7 +122,7 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
     VipsImage *vertical = NULL, *vertical_memory = NULL, *reduced = NULL;
     int result = -1;
     if (!vips_reducev(in, &vertical, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
-        && (vertical_memory = vips_image_copy_memory(vertical))
+        && (vertical_memory = sluice_vips_render_memory(vertical, renders_here(in)))
         && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, hshrink)) {
         if (!profile) {
             *out = reduced;

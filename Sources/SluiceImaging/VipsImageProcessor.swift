@@ -15,8 +15,9 @@ public struct VipsImageProcessor: ImageProcessor {
     }()
 
     public let maxMetadataBytes: Int
-    /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one (the same pixels,
-    /// slower): how tests check that they are the same.
+    /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one, and renders them
+    /// strip by strip in libvips' thread pool instead of on the calling thread (the same pixels, slower): how
+    /// tests check that they are the same.
     let libvipsReduction: Bool
     /// Transforms from the embedded ICC profiles met so far to sRGB (built once per profile, not per upload).
     let iccTransforms = ICCTransforms()
@@ -190,7 +191,10 @@ public struct VipsImageProcessor: ImageProcessor {
             sluice_vips_unref(current)
             current = srgb
         }
-        guard let memory = vips_image_copy_memory(current) else { throw decodeError(format) }
+        // A small upload is decoded on this thread (see sluice_vips_render_memory); a large one strip by strip, as
+        // libvips does everything when it is the reference (`libvipsReduction`).
+        let here = !libvipsReduction && width * height <= Int(SLUICE_RENDER_HERE_MAX_PIXELS)
+        guard let memory = sluice_vips_render_memory(current, here ? 1 : 0) else { throw decodeError(format) }
         sluice_vips_unref(current)
         current = memory
         handedOver = true
@@ -257,7 +261,8 @@ public struct VipsImageProcessor: ImageProcessor {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         defer { sluice_vips_unref(resized) }
-        guard let memory = vips_image_copy_memory(resized) else {
+        // From the decoded image in memory: rendered on this thread, whatever its size.
+        guard let memory = sluice_vips_render_memory(resized, libvipsReduction ? 0 : 1) else {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         return memory

@@ -20,6 +20,17 @@ int sluice_icc_to_srgb(SluiceIccCache *cache, VipsImage *in, VipsImage **out);
  * and sets libvips' own worker threads. Returns 0 on success. Call once. */
 int sluice_vips_init(int vips_threads);
 
+/* Pipelines whose source has at most this many pixels (or is in memory) are rendered on the calling thread. */
+#define SLUICE_RENDER_HERE_MAX_PIXELS 2097152
+
+/* `in`'s pixels in a memory image (caller unrefs; NULL on error, libvips' error buffer saying why), the same pixels
+ * and metadata as vips_image_copy_memory makes. With `here`, computed on the calling thread in one region over the
+ * whole image; libvips' sink hands strips to a worker thread and waits on a semaphore for each, which for a small
+ * image costs more than the strips (with one libvips thread it computes nothing in parallel). Every stage of the
+ * pipeline then holds a buffer of its whole output, so `here` is for small sources only
+ * (SLUICE_RENDER_HERE_MAX_PIXELS). An image in memory already is only referenced, as vips_image_copy_memory does. */
+VipsImage *sluice_vips_render_memory(VipsImage *in, int here);
+
 /* Name of the loader libvips would pick for this buffer, or NULL. */
 const char *sluice_vips_loader(const void *buf, size_t len);
 
