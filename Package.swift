@@ -41,9 +41,10 @@ let package = Package(
                        providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CExif", path: "Sources/CExif", pkgConfig: "libexif",
                        providers: [.apt(["libexif-dev"])]),
-        // lcms2: the shim keeps the ICC transforms libvips' icc_transform would build anew for every upload.
+        // lcms2: the shim keeps the ICC transforms libvips' icc_transform would build anew for every upload;
+        // libjpeg (libjpeg62-turbo-dev, which libvips-dev installs): it saves JPEGs from memory on the calling thread.
         .target(name: "CVipsShim", dependencies: ["CVips"], path: "Sources/CVipsShim",
-                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lcms2")]),
+                linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lcms2"), .linkedLibrary("jpeg")]),
 
         .target(name: "SluiceCore", dependencies: [
             .product(name: "Logging", package: "swift-log"),

@@ -197,13 +197,6 @@ int sluice_vips_to_srgb(VipsImage *in, VipsImage **out) {
     return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
 }
 
-int sluice_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
-    return vips_jpegsave_buffer(in, buf, len,
-                                "Q", quality,
-                                "strip", TRUE,
-                                NULL);
-}
-
 int sluice_vips_has_icc(VipsImage *in) {
     return vips_image_get_typeof(in, VIPS_META_ICC_NAME) != 0;
 }

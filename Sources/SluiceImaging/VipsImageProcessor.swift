@@ -15,9 +15,9 @@ public struct VipsImageProcessor: ImageProcessor {
     }()
 
     public let maxMetadataBytes: Int
-    /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one, and renders them
-    /// strip by strip in libvips' thread pool instead of on the calling thread (the same pixels, slower): how
-    /// tests check that they are the same.
+    /// Fits images with libvips' own horizontal reduction instead of the shim's unrolled one, and renders and
+    /// saves them strip by strip in libvips' thread pools instead of on the calling thread (the same bytes,
+    /// slower): how tests check that they are the same.
     let libvipsReduction: Bool
     /// Transforms from the embedded ICC profiles met so far to sRGB (built once per profile, not per upload).
     let iccTransforms = ICCTransforms()
@@ -271,7 +271,9 @@ public struct VipsImageProcessor: ImageProcessor {
     private func encode(_ image: UnsafeMutablePointer<VipsImage>, quality: Int) throws(ImagingError) -> Data {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
-        guard sluice_vips_jpegsave_buffer(image, &buffer, &length, Int32(quality)) == 0, let buffer else {
+        let saved = libvipsReduction ? sluice_vips_jpegsave_buffer_libvips(image, &buffer, &length, Int32(quality))
+            : sluice_vips_jpegsave_buffer(image, &buffer, &length, Int32(quality))
+        guard saved == 0, let buffer else {
             throw ImagingError(.internalError, "JPEG encode failed: \(Self.lastError())")
         }
         defer { sluice_g_free(buffer) }

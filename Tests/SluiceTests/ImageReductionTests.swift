@@ -55,6 +55,26 @@ struct ImageReductionTests {
         #expect(fittedAtAFraction >= 90, "only \(fittedAtAFraction) images went through the shim's reduction")
     }
 
+    /// The shim saves an 8-bit sRGB image in memory with libjpeg on the calling thread: every quality libvips'
+    /// jpegsave takes (chroma is kept whole from 90, subsampled below), on photos and on patterns of odd sizes
+    /// (rows not a multiple of the 8 or 16 lines of an MCU, one-pixel strips, more than 64 rows per write).
+    @Test func shimSaveMakesTheSameBytesAsLibvipsAtEveryQuality() throws {
+        let photos = (TestEnvironment.fixtureFiles("images/photos") + TestEnvironment.fixtureFiles("images/orientation"))
+            .filter { $0.pathExtension == "jpg" }.prefix(4)
+        #expect(photos.count == 4)
+        var inputs = try photos.map { (try Data(contentsOf: $0), $0.lastPathComponent) }
+        for (width, height) in [(1, 333), (333, 1), (17, 9), (97, 131), (640, 361)] {
+            inputs.append((try VipsImageProcessor.patternJPEG(width: width, height: height), "\(width)×\(height) pattern"))
+        }
+        for quality in [1, 30, 75, 89, 90, 97, 100] {
+            let options = ImageOptions(maxSide: 400, quality: quality, thumbnailSize: 50, thumbnailQuality: quality,
+                                       classifyMaxSide: 150, classifyQuality: quality)
+            for (data, name) in inputs {
+                try expectSameOutputs(data, options: options, "\(name) at Q\(quality)")
+            }
+        }
+    }
+
     /// Photo sizes the fixtures do not have, where libvips' stepping and rounding are easy to miss (found by a
     /// review with random sizes): 3844×2882 (a 1922×1441 half-size decode fitted to 1920), 2810×2107 and
     /// 2722×2041 (1 / (1 / shrink) is not shrink), 797×448 and 2556×852 fitted to 200 and 640 (libvips box-shrinks

@@ -69,8 +69,12 @@ int sluice_vips_flatten_white(VipsImage *in, VipsImage **out);
 /* Convert to 8-bit sRGB (grey, 16-bit and CMYK leftovers included). */
 int sluice_vips_to_srgb(VipsImage *in, VipsImage **out);
 
-/* Baseline JPEG with every metadata block (EXIF, XMP, IPTC, ICC) stripped. Free *buf with g_free. */
+/* Baseline JPEG with every metadata block (EXIF, XMP, IPTC, ICC) stripped, as vips_jpegsave_buffer(Q, strip)
+ * makes it: an 8-bit sRGB image in memory is compressed on the calling thread (jpegsave.c, the same bytes), anything
+ * else by libvips. Free *buf with g_free. */
 int sluice_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality);
+/* The same, always by libvips (the reference the tests compare with). */
+int sluice_vips_jpegsave_buffer_libvips(VipsImage *in, void **buf, size_t *len, int quality);
 
 /* The raw EXIF block libvips found (JPEG APP1, PNG eXIf, WebP/HEIF EXIF), or 0 when none. */
 int sluice_vips_exif_blob(VipsImage *in, const void **data, size_t *len);
