@@ -102,7 +102,7 @@ int sluice_icc_to_srgb(SluiceIccCache *cache, VipsImage *in, VipsImage **out) {
     /* A memory image of the same size and metadata, its pixels run through the transform row by row, tagged as
      * icc_transform tags its output: sRGB, with the sRGB profile attached. */
     /* The pixels in memory (an image already there, such as a fitted one, is only referenced). */
-    VipsImage *source = sluice_vips_render_memory(in, (guint64) in->Xsize * (guint64) in->Ysize <= SLUICE_RENDER_HERE_MAX_PIXELS);
+    VipsImage *source = sluice_vips_render_memory(in, sluice_vips_renders_here(in));
     if (!source) return -1;
     VipsImage *pixels = vips_image_new_memory();
     VipsBlob *srgb = NULL;

@@ -52,9 +52,11 @@ VipsImage *sluice_vips_render_memory(VipsImage *in, int here) {
     return out;
 }
 
-/* A fitting's source is small enough to render on the calling thread (or is in memory). */
-static int renders_here(VipsImage *source) {
-    return source->dtype == VIPS_IMAGE_SETBUF || (guint64) source->Xsize * (guint64) source->Ysize <= SLUICE_RENDER_HERE_MAX_PIXELS;
+int sluice_vips_renders_here(VipsImage *source) {
+    const int in_memory = source->dtype == VIPS_IMAGE_SETBUF || source->dtype == VIPS_IMAGE_SETBUF_FOREIGN
+        || source->dtype == VIPS_IMAGE_MMAPIN || source->dtype == VIPS_IMAGE_MMAPINRW;
+    return (guint64) source->Xsize * (guint64) source->Ysize
+        <= (in_memory ? SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS : SLUICE_RENDER_HERE_MAX_PIXELS);
 }
 
 const char *sluice_vips_loader(const void *buf, size_t len) {
@@ -99,7 +101,7 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
             *out = transformed;
             return 0;
         }
-        VipsImage *memory = sluice_vips_render_memory(transformed, renders_here(in));
+        VipsImage *memory = sluice_vips_render_memory(transformed, sluice_vips_renders_here(in));
         g_object_unref(transformed);
         if (!memory) return -1;
         const int result = vips_autorot(memory, out, NULL);
@@ -122,7 +124,7 @@ static int sluice_fit_lanczos3(VipsImage *in, VipsImage **out, int width, int he
     VipsImage *vertical = NULL, *vertical_memory = NULL, *reduced = NULL;
     int result = -1;
     if (!vips_reducev(in, &vertical, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL)
-        && (vertical_memory = sluice_vips_render_memory(vertical, renders_here(in)))
+        && (vertical_memory = sluice_vips_render_memory(vertical, sluice_vips_renders_here(in)))
         && !sluice_reduceh_lanczos3_upright(vertical_memory, &reduced, hshrink)) {
         if (!profile) {
             *out = reduced;

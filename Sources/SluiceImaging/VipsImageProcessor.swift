@@ -193,7 +193,7 @@ public struct VipsImageProcessor: ImageProcessor {
         }
         // A small upload is decoded on this thread (see sluice_vips_render_memory); a large one strip by strip, as
         // libvips does everything when it is the reference (`libvipsReduction`).
-        let here = !libvipsReduction && width * height <= Int(SLUICE_RENDER_HERE_MAX_PIXELS)
+        let here = !libvipsReduction && sluice_vips_renders_here(header) != 0
         guard let memory = sluice_vips_render_memory(current, here ? 1 : 0) else { throw decodeError(format) }
         sluice_vips_unref(current)
         current = memory
@@ -261,8 +261,8 @@ public struct VipsImageProcessor: ImageProcessor {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         defer { sluice_vips_unref(resized) }
-        // From the decoded image in memory: rendered on this thread, whatever its size.
-        guard let memory = sluice_vips_render_memory(resized, libvipsReduction ? 0 : 1) else {
+        // From the decoded image in memory: rendered on this thread unless that image is huge (output.maxSide).
+        guard let memory = sluice_vips_render_memory(resized, libvipsReduction ? 0 : sluice_vips_renders_here(image)) else {
             throw ImagingError(.internalError, "resize to \(side) px failed: \(Self.lastError())")
         }
         return memory

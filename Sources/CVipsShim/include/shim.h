@@ -20,8 +20,14 @@ int sluice_icc_to_srgb(SluiceIccCache *cache, VipsImage *in, VipsImage **out);
  * and sets libvips' own worker threads. Returns 0 on success. Call once. */
 int sluice_vips_init(int vips_threads);
 
-/* Pipelines whose source has at most this many pixels (or is in memory) are rendered on the calling thread. */
+/* Pipelines whose source has at most this many pixels are rendered on the calling thread; from a source in memory,
+ * whose fitting's buffers are no larger than the source itself, up to SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS. */
 #define SLUICE_RENDER_HERE_MAX_PIXELS 2097152
+#define SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS 16777216
+
+/* Whether a pipeline from `source` (a loaded image, or one in memory) is small enough to render on the calling
+ * thread (the `here` of sluice_vips_render_memory). */
+int sluice_vips_renders_here(VipsImage *source);
 
 /* `in`'s pixels in a memory image (caller unrefs; NULL on error, libvips' error buffer saying why), the same pixels
  * and metadata as vips_image_copy_memory makes. With `here`, computed on the calling thread in one region over the
