@@ -61,7 +61,7 @@ static void sluice_jpeg_end(j_compress_ptr cinfo) {
 }
 
 static int sluice_jpeg_encodes_here(VipsImage *in) {
-    return (in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN) && in->data && in->Bands == 3
+    return sluice_vips_in_memory(in) && in->data && in->Bands == 3
         && in->BandFmt == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE && in->Type == VIPS_INTERPRETATION_sRGB
         && in->Xsize > 0 && in->Ysize > 0 && in->Xsize <= JPEG_MAX_DIMENSION && in->Ysize <= JPEG_MAX_DIMENSION;
 }

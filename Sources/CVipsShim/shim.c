@@ -32,9 +32,7 @@ int sluice_vips_init(int vips_threads) {
 }
 
 VipsImage *sluice_vips_render_memory(VipsImage *in, int here) {
-    if (!here || in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN || in->dtype == VIPS_IMAGE_MMAPIN
-        || in->dtype == VIPS_IMAGE_MMAPINRW)
-        return vips_image_copy_memory(in);
+    if (!here || sluice_vips_in_memory(in)) return vips_image_copy_memory(in);
     /* As vips_image_write into a memory image does (the fields and metadata of `in`, the pixels written through a
      * region on the memory), but with the one region prepared here instead of strip by strip in a thread pool. */
     VipsImage *out = vips_image_new_memory();
@@ -52,11 +50,14 @@ VipsImage *sluice_vips_render_memory(VipsImage *in, int here) {
     return out;
 }
 
+int sluice_vips_in_memory(VipsImage *image) {
+    return image->dtype == VIPS_IMAGE_SETBUF || image->dtype == VIPS_IMAGE_SETBUF_FOREIGN || image->dtype == VIPS_IMAGE_MMAPIN
+        || image->dtype == VIPS_IMAGE_MMAPINRW;
+}
+
 int sluice_vips_renders_here(VipsImage *source) {
-    const int in_memory = source->dtype == VIPS_IMAGE_SETBUF || source->dtype == VIPS_IMAGE_SETBUF_FOREIGN
-        || source->dtype == VIPS_IMAGE_MMAPIN || source->dtype == VIPS_IMAGE_MMAPINRW;
     return (guint64) source->Xsize * (guint64) source->Ysize
-        <= (in_memory ? SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS : SLUICE_RENDER_HERE_MAX_PIXELS);
+        <= (sluice_vips_in_memory(source) ? SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS : SLUICE_RENDER_HERE_MAX_PIXELS);
 }
 
 const char *sluice_vips_loader(const void *buf, size_t len) {

@@ -25,6 +25,10 @@ int sluice_vips_init(int vips_threads);
 #define SLUICE_RENDER_HERE_MAX_PIXELS 2097152
 #define SLUICE_RENDER_HERE_MAX_MEMORY_PIXELS 16777216
 
+/* Whether `image`'s pixels are in memory already (a memory image, or a file mapped in), as vips_image_copy_memory
+ * tells them apart. */
+int sluice_vips_in_memory(VipsImage *image);
+
 /* Whether a pipeline from `source` (a loaded image, or one in memory) is small enough to render on the calling
  * thread (the `here` of sluice_vips_render_memory). */
 int sluice_vips_renders_here(VipsImage *source);
