@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SluiceCore
 @testable import SluiceImaging
 import SluiceTesting
@@ -175,5 +176,32 @@ struct ImageReductionTests {
             offset += 2 + length
         }
         return nil
+    }
+
+    /// Uploads are fitted on several threads at once, and every reduction libvips builds compiles an Orc program
+    /// and frees it again: Debian 12's liborc (0.4.33) keeps its code memory in a list it splits and merges
+    /// without a lock, so two threads compiling or freeing at once corrupted it (SIGSEGV or glibc's "invalid next
+    /// size"; this test's process crashed in 8 of 12 runs without `orclock.c`). Eight threads fit small images (the
+    /// compiling is most of their work) with both reductions, the shim's and vips_thumbnail's, and must each make
+    /// the bytes one thread makes.
+    @Test func imagesFittedOnSeveralThreadsAtOnceMakeTheBytesOneThreadMakes() throws {
+        let options = ImageOptions(maxSide: 40, thumbnailSize: 9, classifyMaxSide: 23)
+        let inputs = try [(64, 48), (47, 71), (96, 29)].map { try VipsImageProcessor.patternJPEG(width: $0.0, height: $0.1) }
+        let processors = [unrolled, libvips]
+        let outputs: @Sendable (ProcessedImage) -> [Data] = { processed in [processed.approvedJPEG, processed.classifyJPEG, processed.thumbnailJPEG] }
+        var expected: [[[Data]]] = []
+        for processor in processors {
+            expected.append(try inputs.map { outputs(try processor.process($0, format: .jpeg, options: options)) })
+        }
+        let expectedOutputs = expected
+        let mismatches = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for round in 0..<250 {
+                let which = (thread + round) % processors.count, input = round % inputs.count
+                let made = (try? processors[which].process(inputs[input], format: .jpeg, options: options)).map(outputs)
+                if made != expectedOutputs[which][input] { mismatches.withLock { $0 += 1 } }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == 0, "fittings on eight threads made other bytes than one thread")
     }
 }
