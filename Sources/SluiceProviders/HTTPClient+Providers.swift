@@ -15,6 +15,10 @@ extension HTTPClient {
     /// was held for review (a minute for one upload with the defaults). The adapters' own retries (`ResilientCaller`,
     /// with backoff and the circuit breaker) decide what happens next.
     ///
+    /// No read timeout: each request carries its own deadline (the adapter's `timeoutSeconds`, up to 600 s for a vision,
+    /// caption or thread LLM and 120 s for a webhook), and the shared settings' 90 s between two reads would have cut a
+    /// slow local LLM (or a webhook receiver given 120 s) short with "read timeout" before its configured time.
+    ///
     /// Redirects are not followed: an answer of 3xx is an error naming where it pointed. Followed, a redirect to another
     /// host would have resent the image or the signed webhook body there, with the API key headers that are not
     /// `Authorization` (`x-api-key`, `x-goog-api-key`).
@@ -23,6 +27,7 @@ extension HTTPClient {
         configuration.connectionPool = .init(idleTimeout: .seconds(600), concurrentHTTP1ConnectionsPerHostSoftLimit: providerConnectionsPerHost)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = providerConnectTimeout
+        configuration.timeout.read = nil
         configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration,
                           backgroundActivityLogger: Logger(label: "sluice.http", factory: { _ in SwiftLogNoOpLogHandler() }))
