@@ -189,11 +189,9 @@ struct ImageReductionTests {
         let inputs = try [(64, 48), (47, 71), (96, 29)].map { try VipsImageProcessor.patternJPEG(width: $0.0, height: $0.1) }
         let processors = [unrolled, libvips]
         let outputs: @Sendable (ProcessedImage) -> [Data] = { processed in [processed.approvedJPEG, processed.classifyJPEG, processed.thumbnailJPEG] }
-        var expected: [[[Data]]] = []
-        for processor in processors {
-            expected.append(try inputs.map { outputs(try processor.process($0, format: .jpeg, options: options)) })
+        let expectedOutputs = try processors.map { processor in
+            try inputs.map { outputs(try processor.process($0, format: .jpeg, options: options)) }
         }
-        let expectedOutputs = expected
         let mismatches = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for round in 0..<250 {
