@@ -13,6 +13,13 @@ import Testing
         try root.writeQueue(name, lines)
     }
 
+    /// The id a line without a usable id of its own is recorded under (README): its file's name and its line number,
+    /// then the first 8 hex digits of the file's SHA-256 (read from where the file went in `done/`).
+    func lineID(_ root: TemporaryDataRoot, _ name: String, line: Int, done: String? = nil) throws -> ItemID {
+        let bytes = try Data(contentsOf: root.file("queues/text/done/\(done ?? name)"))
+        return ItemID("\(name):\(line):\(ContentHash.sha256(bytes).prefix(8))")
+    }
+
     @Test func everyLineBecomesAnItemAndTheFileMovesToDone() async throws {
         let root = try TemporaryDataRoot()
         let server = try await FakeVisionServer.always(cleanResult)
@@ -49,10 +56,10 @@ import Testing
         #expect(try await store.item("m3")?.status == .approved, "mild is allowed but marked")
         #expect(try await store.item("m3")?.textVerdict?.matches.first?.severity == .mild)
 
-        let expectations: [(String, String)] = [
-            ("chat.jsonl:4", "queues/text/chat.jsonl:4: not valid JSON (Invalid value around character 1)"),
+        let expectations: [(ItemID, String)] = [
+            (try lineID(root, "chat.jsonl", line: 4), "queues/text/chat.jsonl:4: not valid JSON (Invalid value around character 1)"),
             ("m5", "queues/text/chat.jsonl:5: missing field \"text\""),
-            ("chat.jsonl:6", "queues/text/chat.jsonl:6: bad id \"bad id!\": must match [A-Za-z0-9_.:-]{1,128}"),
+            (try lineID(root, "chat.jsonl", line: 6), "queues/text/chat.jsonl:6: bad id \"bad id!\": must match [A-Za-z0-9_.:-]{1,128}"),
             ("m7", "queues/text/chat.jsonl:7: field \"kind\" must be one of message, post, comment"),
             ("m8", "queues/text/chat.jsonl:8: text is empty"),
             ("m9", "queues/text/chat.jsonl:9: text is 10001 characters long, over the 10000 limit (text.maxLength)"),
@@ -143,14 +150,15 @@ import Testing
                                            #""just a string""#, #"{"id": "s4", "userId": "u", "text": "hi""#, "null"])
         let store = try await runOnce(root, server: server)
         let expected = [
-            "odd.jsonl:1": "queues/text/odd.jsonl:1: not valid JSON (Unexpected end of file during string parse (expected low-surrogate code point but did not find one))",
-            "odd.jsonl:2": "queues/text/odd.jsonl:2: not a JSON object (an array)",
-            "odd.jsonl:3": "queues/text/odd.jsonl:3: not a JSON object (a string)",
-            "odd.jsonl:4": "queues/text/odd.jsonl:4: not valid JSON (Unexpected end of file during JSON parse)",
-            "odd.jsonl:5": "queues/text/odd.jsonl:5: not a JSON object (null)",
+            1: "queues/text/odd.jsonl:1: not valid JSON (Unexpected end of file during string parse (expected low-surrogate code point but did not find one))",
+            2: "queues/text/odd.jsonl:2: not a JSON object (an array)",
+            3: "queues/text/odd.jsonl:3: not a JSON object (a string)",
+            4: "queues/text/odd.jsonl:4: not valid JSON (Unexpected end of file during JSON parse)",
+            5: "queues/text/odd.jsonl:5: not a JSON object (null)",
         ]
-        for (id, reason) in expected {
-            let item = try #require(try await store.item(ItemID(id)), "\(id) missing")
+        for (line, reason) in expected {
+            let id = try lineID(root, "odd.jsonl", line: line)
+            let item = try #require(try await store.item(id), "\(id) missing")
             #expect(item.status == .rejected && item.reason == reason, "\(item.reason ?? "nil")")
         }
     }
@@ -179,6 +187,33 @@ import Testing
         #expect(try await store.events(of: "d2").filter { $0.type == "verdict" }.count == 1)
     }
 
+    /// Writers reuse file names (`chat.jsonl` every hour): a later file's rejected line 2 becomes an item of its own
+    /// beside the earlier file's line 2 instead of being written over it (the ids differ in the files' fingerprints),
+    /// and the same file dropped again records nothing.
+    @Test func aReusedFileNameKeepsEveryRejectedLine() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        try writeQueue(root, "hourly.jsonl", [#"{"id": "h1", "userId": "u", "text": "hi"}"#, "not json"])
+        let store = try await runOnce(root, server: server)
+        let later = [#"{"id": "h2", "userId": "u", "text": "hello"}"#, #"[1, 2]"#]
+        try writeQueue(root, "hourly.jsonl", later)
+        _ = try await runOnce(root, server: server)
+        #expect(root.exists("queues/text/done/hourly.2.jsonl"))
+        let first = try lineID(root, "hourly.jsonl", line: 2)
+        let second = try lineID(root, "hourly.jsonl", line: 2, done: "hourly.2.jsonl")
+        #expect(first != second)
+        #expect(try await store.item(first)?.reason == "queues/text/hourly.jsonl:2: not valid JSON (Invalid value around character 1)")
+        #expect(try await store.item(second)?.reason == "queues/text/hourly.jsonl:2: not a JSON object (an array)")
+        #expect(try await store.items(kind: .text).map(\.id.rawValue).sorted() == ["h1", "h2", first.rawValue, second.rawValue].sorted())
+        try writeQueue(root, "hourly.jsonl", later)
+        _ = try await runOnce(root, server: server)
+        #expect(try await store.items(kind: .text).count == 4)
+        for id in [first, second] {
+            #expect(try await store.events(of: id).filter { $0.type == "verdict" }.count == 1, "\(id)")
+        }
+    }
+
     /// Message ids are global: a line that reuses another user's id is rejected under its own line id, in a later
     /// file or later in the same batch, and never takes the first user's message over; a replay records nothing.
     @Test func aLineCannotTakeAnotherUsersMessageIdOver() async throws {
@@ -200,15 +235,15 @@ import Testing
         let m2 = try #require(try await store.item("m2"))
         #expect(m2.userId == "alice" && m2.status == .blocked && m2.content?.text == "you are a fucking idiot")
         #expect(try await store.events(of: "m2").filter { $0.type == "verdict" }.count == 1)
-        let refused = try #require(try await store.item("two.jsonl:1"))
+        let refused = try #require(try await store.item(try lineID(root, "two.jsonl", line: 1)))
         #expect(refused.userId == "bob" && refused.status == .rejected && refused.reason?.contains("id \"m2\" is another user's message") == true,
                 "\(refused)")
         #expect(try await store.item("m9")?.userId == "carol")
-        #expect(try await store.item("two.jsonl:3")?.status == .rejected)
+        #expect(try await store.item(try lineID(root, "two.jsonl", line: 3))?.status == .rejected)
         // Replayed (the same lines again): nothing is recorded twice.
         try writeQueue(root, "two.jsonl", twice)
         _ = try await runOnce(root, server: server)
-        #expect(try await store.events(of: "two.jsonl:1").filter { $0.type == "verdict" }.count == 1)
+        #expect(try await store.events(of: try lineID(root, "two.jsonl", line: 1)).filter { $0.type == "verdict" }.count == 1)
         #expect(try await store.events(of: "m2").filter { $0.type == "verdict" }.count == 1)
     }
 

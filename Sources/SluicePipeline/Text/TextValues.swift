@@ -8,7 +8,8 @@ public struct QueueLine: ItemFacts {
     public var bytes: Data
     /// `queues/text/{file}:{line}`.
     public var source: String
-    /// The id a line gets when it has none of its own: `{file}:{line}`.
+    /// The id a line gets when it has none of its own: `{file}:{line}:{fingerprint}` (the file's, so a reused file name
+    /// gives new ids).
     public var fallbackID: ItemID
 
     /// The line's file was read before (a replay after a crash, or a file dropped again): the rules stage asks the
