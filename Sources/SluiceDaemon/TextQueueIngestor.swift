@@ -101,11 +101,10 @@ public struct TextQueueIngestor: Sendable {
 
     /// Runs the lines through the intake pipeline: one after another, or `text.classifierMaxInFlight` at a time when a
     /// classifier is called; the runs come back in line order.
-    func judge(_ lines: [(line: Data, number: Int)], file name: String, fingerprint: String, mayBeReplay: Bool = false) async -> [Judged] {
+    func judge(_ lines: [(line: Data, number: Int)], file name: String, ids: LineIDs, mayBeReplay: Bool = false) async -> [Judged] {
         let sourcePrefix = "queues/text/\(name):"
         let inputs = lines.map {
-            QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number),
-                      fallbackID: Self.lineID(file: name, line: $0.number, fingerprint: fingerprint), mayBeReplay: mayBeReplay)
+            QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number), fallbackID: ids.id(line: $0.number), mayBeReplay: mayBeReplay)
         }
         // One at a time without a classifier: the conversation rules count lines in file order.
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: pipeline.concurrentLines)
@@ -160,18 +159,30 @@ public struct TextQueueIngestor: Sendable {
         return (items, lineIDs, rejected, made.count - items.count)
     }
 
-    /// The id a line is recorded under when it has no usable id of its own (rejected before one was read, or refused
-    /// as another user's id): `{file}:{line}:{fingerprint}`, the fingerprint being the first four bytes of the file's
-    /// SHA-256 in hex. Writers reuse file names (`chat.jsonl` every hour), so the name and line alone would give the
-    /// next file's rejected line 4 the id of this one's and overwrite its item; the same file read again (a replay
-    /// after a crash, or a finished file dropped again) has the same fingerprint, so its lines are found unchanged.
-    static func lineID(file name: String, line: Int, fingerprint: String) -> ItemID {
-        ItemID("\(name):\(line):\(fingerprint)")
-    }
+    /// The ids lines of one file are recorded under when they have no usable id of their own (rejected before one was
+    /// read, or refused as another user's id): `{file}:{line}:{fingerprint}`, the fingerprint being the first four
+    /// bytes of the file's SHA-256 in hex. Writers reuse file names (`chat.jsonl` every hour), so the name and line
+    /// alone would give the next file's rejected line 4 the id of this one's and overwrite its item; the same file read
+    /// again (a replay after a crash, or a finished file dropped again) has the same fingerprint, so its lines are
+    /// found unchanged. Characters of the name outside the id alphabet become `_` and a long name is cut short (the
+    /// fingerprint keeps the ids apart), so every id is a valid text id of at most 128 bytes that the API can look up.
+    struct LineIDs: Sendable {
+        let stem: String
+        let fingerprint: String
 
-    /// A file's fingerprint for `lineID`.
-    static func fingerprint(of data: Data) -> String {
-        ContentHash.sha256Prefix(data, bytes: 4)
+        init(file name: String, contents: Data) {
+            stem = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
+                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_.-".unicodeScalars.contains(scalar))
+                    ? scalar : "_"
+            }))
+            fingerprint = ContentHash.sha256Prefix(contents, bytes: 4)
+        }
+
+        func id(line: Int) -> ItemID {
+            let tail = ":\(line):\(fingerprint)"
+            // The stem is ASCII: characters are bytes.
+            return ItemID(String(stem.prefix(max(1, 128 - tail.utf8.count))) + tail)
+        }
     }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
@@ -184,9 +195,9 @@ public struct TextQueueIngestor: Sendable {
     public func process(_ file: URL, stillHeld: @escaping @Sendable () async -> Bool = { true }) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
-        let fingerprint = Self.fingerprint(of: data)
-        var run = FileRun(ingestor: self, name: name, fingerprint: fingerprint, stillHeld: stillHeld)
-        run.mayBeReplay = try await Self.wasReadBefore(data, name: name, fingerprint: fingerprint, store: store)
+        let ids = LineIDs(file: name, contents: data)
+        var run = FileRun(ingestor: self, name: name, ids: ids, stillHeld: stillHeld)
+        run.mayBeReplay = try await Self.wasReadBefore(data, ids: ids, store: store)
         var lineNumber = 0
         var offset = 0
         do {
@@ -222,12 +233,12 @@ public struct TextQueueIngestor: Sendable {
     /// replay does not count a sender's messages twice (which held ordinary messages for review as a flood); a file
     /// read for the first time costs one lookup. (Lines counted but not recorded when a daemon was killed are not
     /// found by the lookup and are counted again; README says how many.)
-    static func wasReadBefore(_ data: Data, name: String, fingerprint: String, store: any StatusStore) async throws -> Bool {
+    static func wasReadBefore(_ data: Data, ids lineIDs: LineIDs, store: any StatusStore) async throws -> Bool {
         let first = lines(of: data, from: 0, numbered: 0).lines.prefix(16)
         guard !first.isEmpty else { return false }
         let ids = first.map { line -> ItemID in
             let object = (try? JSONSerialization.jsonObject(with: data.subdata(in: line.range))) as? [String: Any]
-            return (object?["id"] as? String).map { ItemID($0) } ?? lineID(file: name, line: line.number, fingerprint: fingerprint)
+            return (object?["id"] as? String).map { ItemID($0) } ?? lineIDs.id(line: line.number)
         }
         return !(try await store.contentHashes(ids)).isEmpty
     }
@@ -281,8 +292,8 @@ public struct TextQueueIngestor: Sendable {
     struct FileRun {
         let ingestor: TextQueueIngestor
         let name: String
-        /// The file's fingerprint, in the ids of lines without one of their own (`lineID`).
-        let fingerprint: String
+        /// The ids of lines without one of their own.
+        let ids: LineIDs
         let stillHeld: @Sendable () async -> Bool
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
@@ -307,7 +318,7 @@ public struct TextQueueIngestor: Sendable {
         var window: Int { max(250, ingestor.pipeline.concurrentLines) }
 
         mutating func judgePending() async throws {
-            let judged = await ingestor.judge(pending, file: name, fingerprint: fingerprint, mayBeReplay: mayBeReplay)
+            let judged = await ingestor.judge(pending, file: name, ids: ids, mayBeReplay: mayBeReplay)
             pending.removeAll(keepingCapacity: true)
             // Whole windows: a batch is written once it holds `batchSize` lines or more (eight windows of 250, or
             // whole windows of `text.classifierMaxInFlight` lines when that is more).

@@ -2,7 +2,13 @@
 import Glibc
 #endif
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SluiceAPI
 import SluiceCore
+import SluiceServices
 import SluiceStore
 import SluiceTesting
 import Testing
@@ -211,6 +217,40 @@ import Testing
         #expect(try await store.items(kind: .text).count == 4)
         for id in [first, second] {
             #expect(try await store.events(of: id).filter { $0.type == "verdict" }.count == 1, "\(id)")
+        }
+    }
+
+    /// A file whose name has characters outside the id alphabet, or is long: its rejected lines still get ids the API
+    /// takes (`[A-Za-z0-9_.:-]{1,128}`), and reading one through `GET /v1/items/{id}` finds it.
+    @Test func rejectedLinesOfAnOddlyNamedFileGetIdsTheAPITakes() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        let long = String(repeating: "x", count: 140) + ".jsonl"
+        try writeQueue(root, "chat log (é).jsonl", ["not json"])
+        try writeQueue(root, long, ["not json", #"{"id": "ok1", "userId": "u", "text": "hi"}"#])
+        let store = try await runOnce(root, server: server)
+        let rejected = try await store.items(kind: .text).filter { $0.status == .rejected }
+        #expect(rejected.count == 2)
+        for item in rejected {
+            #expect(Identifiers.isValidTextID(item.id.rawValue), "\(item.id)")
+        }
+        let odd = try #require(rejected.first { $0.reason?.hasPrefix("queues/text/chat log (é).jsonl:1: ") == true })
+        let bytes = try Data(contentsOf: root.file("queues/text/done/chat log (é).jsonl"))
+        #expect(odd.id.rawValue == "chat_log____.jsonl:1:\(ContentHash.sha256(bytes).prefix(8))")
+        let cut = try #require(rejected.first { $0.reason?.hasPrefix("queues/text/\(long):1: ") == true })
+        #expect(cut.id.rawValue.utf8.count == 128 && cut.id.rawValue.hasPrefix("xxxxxxxx") && cut.id.rawValue.contains(":1:"))
+
+        let services = try await Services.live(config: root.config(endpoint: server.endpoint), environment: [:], logger: quietLogger).api()
+        let app = buildApplication(services: services, environment: ["SLUICE_APP_TOKENS": "app-1"], logger: quietLogger)
+        try await app.test(.router) { client in
+            for item in [odd, cut] {
+                try await client.execute(uri: "/v1/items/\(item.id.rawValue)", method: .get, headers: [HTTPField.Name("X-App-Token")!: "app-1"]) { response in
+                    #expect(response.status == .ok, "\(item.id)")
+                    let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any]
+                    #expect(object?["id"] as? String == item.id.rawValue && object?["status"] as? String == "rejected")
+                }
+            }
         }
     }
 
