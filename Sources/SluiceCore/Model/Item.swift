@@ -327,12 +327,14 @@ extension Item {
     /// an id) says is another user's message is replaced by `refusedAsAnotherUsersID` under its line id (`lineIDs`,
     /// one per item); returns those line ids. A stored line rejected without a user id ("") belongs to no one.
     public static func refuseIDsOfOtherUsers(_ items: inout [Item], lineIDs: [ItemID], owner: (ItemID) -> String?) -> [ItemID] {
-        var refused: [ItemID] = []
-        for index in items.indices where index < lineIDs.count {
-            guard let stored = owner(items[index].id), !stored.isEmpty, stored != items[index].userId else { continue }
-            items[index] = items[index].refusedAsAnotherUsersID(lineID: lineIDs[index])
-            refused.append(lineIDs[index])
+        // Found by reading first: the array is written only when a line is refused (almost never). A loop that may
+        // write makes the array unique before it starts, which copied every item of a batch the caller still held.
+        let current = items
+        let indices = current.indices.filter { index in
+            guard index < lineIDs.count, let stored = owner(current[index].id) else { return false }
+            return !stored.isEmpty && stored != current[index].userId
         }
-        return refused
+        for index in indices { items[index] = current[index].refusedAsAnotherUsersID(lineID: lineIDs[index]) }
+        return indices.map { lineIDs[$0] }
     }
 }
