@@ -236,9 +236,12 @@ public struct TextQueueIngestor: Sendable {
     static func wasReadBefore(_ data: Data, ids lineIDs: LineIDs, store: any StatusStore) async throws -> Bool {
         let first = lines(of: data, from: 0, numbered: 0).lines.prefix(16)
         guard !first.isEmpty else { return false }
+        // Each line's id as the parse stage gives it: its own when it is a valid text id, otherwise (no id, a bad
+        // one, a line that is not JSON) the line id it is recorded under.
         let ids = first.map { line -> ItemID in
-            let object = (try? JSONSerialization.jsonObject(with: data.subdata(in: line.range))) as? [String: Any]
-            return (object?["id"] as? String).map { ItemID($0) } ?? lineIDs.id(line: line.number)
+            guard case let .success(object) = JSONLine.object(data.subdata(in: line.range)), let id = object["id"] as? String,
+                  Identifiers.isValidTextID(id) else { return lineIDs.id(line: line.number) }
+            return ItemID(id)
         }
         return !(try await store.contentHashes(ids)).isEmpty
     }

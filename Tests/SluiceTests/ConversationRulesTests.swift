@@ -162,6 +162,28 @@ import Testing
         #expect(try await store.items(kind: .text).filter { $0.status != .approved }.isEmpty)
     }
 
+    /// The same when the file starts with lines whose ids are not valid (recorded under their line ids): the check
+    /// for a file read before looks their line ids up, as they are stored, not the ids as written.
+    @Test func aFileStartingWithBadIdsReadAgainIsNotCountedTwice() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        try await services.relations.setProfile(RelationUser(userId: "yan", messagePrivacy: .anyone))
+        let bad: [[String: Any]] = (0..<16).map { ["id": "bad id \($0)", "userId": "xia", "recipientId": "yan", "text": "hello"] }
+        let lines = bad + (0..<15).map { ["id": "b\($0)", "userId": "xia", "recipientId": "yan", "text": "note \($0)", "sentAt": Self.at($0)] }
+        let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+        let queue = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
+        for _ in 0..<2 {
+            try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent("b.jsonl"))
+            _ = try await Self.send(root, [])
+        }
+        let store = try await Self.send(root, [["id": "b15", "userId": "xia", "recipientId": "yan", "text": "one more", "sentAt": Self.at(15)]])
+        #expect(try await store.items(kind: .text).filter { $0.status == .rejected }.count == 16, "the bad lines are rejected, once each")
+        let last = try #require(try await store.item("b15"))
+        #expect(last.status == .approved, "\(last.reason ?? "")")
+        #expect(try await store.items(kind: .text).filter { $0.status != .approved && $0.status != .rejected }.isEmpty)
+    }
+
     @Test func seed004BlockFlowEndToEnd() async throws {
         let root = try TemporaryDataRoot()
         try await Self.application(root).test(.router) { client in
