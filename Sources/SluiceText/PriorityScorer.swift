@@ -437,6 +437,8 @@ public struct PriorityScorer: Sendable {
     static func asciiWords(_ text: String) -> [String]? {
         let result: [String]?? = text.utf8.withContiguousStorageIfAvailable { bytes -> [String]? in
             var words: [String] = []
+            // About one word per six bytes of chat: growing the array from empty reallocated it four or five times.
+            words.reserveCapacity(bytes.count / 6 + 4)
             var current: [UInt8] = []
             current.reserveCapacity(16)
             var index = 0
@@ -475,7 +477,8 @@ public struct PriorityScorer: Sendable {
     }
 
     static func mergeClockTimes(_ result: [String]) -> [String] {
-        // "5 pm" → "5pm"
+        // "5 pm" → "5pm". Most messages have neither word, and keep their array as it is.
+        guard result.contains(where: { $0 == "pm" || $0 == "am" }) else { return result }
         var merged: [String] = []
         for word in result {
             if (word == "pm" || word == "am"), let last = merged.last, isNumber(last) {
