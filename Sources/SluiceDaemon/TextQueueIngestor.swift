@@ -93,22 +93,25 @@ public struct TextQueueIngestor: Sendable {
         return summaries
     }
 
-    /// A line run through the intake pipeline, not yet made an item.
-    struct Judged: Sendable {
-        var fallbackID: ItemID
-        var run: PipelineRun<Prioritised>
+    /// Lines run through the intake pipeline, not yet made items: each line's run and the id it is recorded under
+    /// when it has none of its own, in line order. Kept as the two arrays they are made as: pairing them copied every
+    /// run (each copy retains every string of a line's verdicts).
+    struct JudgedWindow: Sendable {
+        var fallbackIDs: [ItemID]
+        var runs: [PipelineRun<Prioritised>]
+        var count: Int { runs.count }
     }
 
     /// Runs the lines through the intake pipeline: one after another, or `text.classifierMaxInFlight` at a time when a
     /// classifier is called; the runs come back in line order.
-    func judge(_ lines: [(line: Data, number: Int)], file name: String, ids: LineIDs, mayBeReplay: Bool = false) async -> [Judged] {
+    func judge(_ lines: [(line: Data, number: Int)], file name: String, ids: LineIDs, mayBeReplay: Bool = false) async -> JudgedWindow {
         let sourcePrefix = "queues/text/\(name):"
         let inputs = lines.map {
             QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number), fallbackID: ids.id(line: $0.number), mayBeReplay: mayBeReplay)
         }
         // One at a time without a classifier: the conversation rules count lines in file order.
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: pipeline.concurrentLines)
-        return zip(inputs, runs).map { Judged(fallbackID: $0.fallbackID, run: $1) }
+        return JudgedWindow(fallbackIDs: inputs.map(\.fallbackID), runs: runs)
     }
 
     /// A batch's items in line order, and how many of them are rejected lines and how many were superseded: within a
@@ -116,7 +119,7 @@ public struct TextQueueIngestor: Sendable {
     /// crash record them again, since "unchanged" compares a line with what is stored). Made by the batch's preparation
     /// task once the batch before it is made, beside the judging of the next batch and the writing of the one before.
     /// The batch is the judged windows it was made of, in line order (kept whole, so no line is copied on the way).
-    static func items(_ batch: [[Judged]]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
+    static func items(_ batch: [JudgedWindow]) -> (items: [Item], lineIDs: [ItemID], rejected: Int, superseded: Int) {
         // Made in line order, so times stamped as they are made rise with the line (threads without `sentAt` are
         // ordered by `createdAt`; listings by `updatedAt`).
         let count = batch.reduce(0) { $0 + $1.count }
@@ -131,11 +134,11 @@ public struct TextQueueIngestor: Sendable {
         var rejected = 0
         // Lines are read in place (by index), not copied out of their windows.
         for window in batch {
-            for index in window.indices {
-                let lineID = window[index].fallbackID
+            for index in window.runs.indices {
+                let lineID = window.fallbackIDs[index]
                 let now = Date()
                 let base = Item(id: lineID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
-                guard var item = window[index].run.item(from: base, scope: .upload) else { continue }
+                guard var item = window.runs[index].item(from: base, scope: .upload) else { continue }
                 if let owner = owners[item.id], !owner.user.isEmpty, owner.user != item.userId {
                     item = item.refusedAsAnotherUsersID(lineID: lineID)
                 }
@@ -301,7 +304,7 @@ public struct TextQueueIngestor: Sendable {
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
         /// Judged windows waiting to be written.
-        var batch: [[Judged]] = []
+        var batch: [JudgedWindow] = []
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
         /// Some of its lines are already stored (`wasReadBefore`).
         var mayBeReplay = false

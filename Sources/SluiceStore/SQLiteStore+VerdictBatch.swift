@@ -70,9 +70,7 @@ extension SQLiteStore {
     }
 
     static func encode(_ items: [Item], stage: String) -> EncodedBatch {
-        // By index: `map` hands each item to its closure as a copy, retaining and releasing every one of its fields.
-        EncodedBatch(rows: items.indices.map { encodeTextRow(items[$0], stage: stage) },
-                     lookups: lookupArrays(items.indices.map { items[$0].id.rawValue }))
+        EncodedBatch(rows: items.map { encodeTextRow($0, stage: stage) }, lookups: lookupArrays(items.map(\.id.rawValue)))
     }
 
     /// `ids` as JSON arrays of at most 500, for `previousRowsSQL`.

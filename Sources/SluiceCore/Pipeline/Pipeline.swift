@@ -166,8 +166,9 @@ public struct PipelineRun<Output: ItemFacts>: Sendable {
     public func duration(of stage: String) -> Duration? { timings.first { $0.stage == stage }?.duration }
 
     /// The item this run leaves: `base` with what the stages learned and the verdict. Nil when the run keeps the
-    /// item as it is.
-    public func item(from base: Item, scope: RecordScope) -> Item? {
+    /// item as it is. Inlinable (specialised where it is called): the text queue calls it for every line, and
+    /// unspecialised each call copied the whole run to hand it over.
+    @inlinable public func item(from base: Item, scope: RecordScope) -> Item? {
         var item = base
         switch end {
         case let .completed(output):
