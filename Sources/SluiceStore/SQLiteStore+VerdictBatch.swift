@@ -242,7 +242,10 @@ extension SQLiteStore {
             let sqlite = statement.sqliteStatement
             try bytes.withUnsafeBufferPointer { buffer in
                 defer { sqlite3_clear_bindings(sqlite) }
-                guard let base = buffer.baseAddress else { return }
+                // Never nil (the buffer holds at least its first byte); were it, the statement must not run unbound.
+                guard let base = buffer.baseAddress else {
+                    throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "no buffer to bind text from", sql: statement.sql)
+                }
                 var offset = 1
                 func bind(_ value: DatabaseValue, at index: CInt) throws {
                     let code: CInt
