@@ -44,6 +44,10 @@ import Testing
             "",
             #"{"id": "m11", "userId": "bad user", "text": "hi"}"#,
             #"{"id": "m12", "userId": "jo", "text": "hi", "sentAt": "2026-02-30T10:00:00Z"}"#,
+            #"{"id": "m13", "userId": "kim", "text": "hi", "recipientId": "no one"}"#,
+            #"{"id": "m14", "userId": "kim", "text": "hi", "recipientId": "lee", "conversationId": 7}"#,
+            #"{"id": "m15", "userId": "kim", "text": "hi", "recipientId": "x/y", "conversationId": "a b"}"#,
+            #"{"id": "m16", "userId": "kim", "text": "hi", "recipientId": null, "conversationId": "c1", "colour": "red", "backup": 1}"#,
         ])
         let store = try await runOnce(root, server: server)
         #expect(root.exists("queues/text/done/chat.jsonl"))
@@ -72,13 +76,19 @@ import Testing
             ("m10", "queues/text/chat.jsonl:10: field \"text\" must be a string"),
             ("m11", "queues/text/chat.jsonl:12: bad userId \"bad user\": must match [A-Za-z0-9_-]{1,128}"),
             ("m12", "queues/text/chat.jsonl:13: field \"sentAt\" must be an ISO 8601 date-time that exists"),
+            ("m13", "queues/text/chat.jsonl:14: bad recipientId \"no one\": must match [A-Za-z0-9_-]{1,128}"),
+            ("m14", "queues/text/chat.jsonl:15: bad conversationId (a number): must match [A-Za-z0-9_-]{1,128}"),
+            // Both bad: the recipient is named first.
+            ("m15", "queues/text/chat.jsonl:16: bad recipientId \"x/y\": must match [A-Za-z0-9_-]{1,128}"),
+            // Unknown fields: the first in sorted order is named.
+            ("m16", "queues/text/chat.jsonl:17: unknown field \"backup\""),
         ]
         for (id, reason) in expectations {
             let item = try #require(try await store.item(id), "\(id) missing")
             #expect(item.status == .rejected, "\(id)")
             #expect(item.reason == reason)
         }
-        #expect(try await store.items(kind: .text).count == 12)
+        #expect(try await store.items(kind: .text).count == 16)
     }
 
     /// Lines are split by `\n` (a `\r` before it dropped), blank and whitespace-only lines are skipped but counted, and

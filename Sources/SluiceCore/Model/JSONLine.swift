@@ -50,6 +50,8 @@ public enum JSONLine {
         guard index < bytes.count, bytes[index] == 0x7B else { return nil }
         index += 1
         var object: [String: Any] = [:]
+        // Room for a queue line's fields at once: grown from empty, a four-field line reallocated and rehashed three times.
+        object.reserveCapacity(8)
         skipSpace()
         if index < bytes.count, bytes[index] == 0x7D {
             index += 1

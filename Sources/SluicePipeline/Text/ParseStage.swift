@@ -49,13 +49,19 @@ struct ParseStage: Stage {
             }
             kind = value
         }
-        var related: [String: String] = [:]
-        for field in ["recipientId", "conversationId"] {
-            guard let raw = object[field], !(raw is NSNull) else { continue }
+        // The ids of the recipient and the conversation: nil when absent or null, a reason when not a valid id.
+        func related(_ field: String) -> Result<String?, FieldProblem> {
+            guard let raw = object[field], !(raw is NSNull) else { return .success(nil) }
             guard let value = raw as? String, Identifiers.isValidSegment(value) else {
-                return rejected(id, userId: userId, "bad \(field) \(Self.describe(raw)): must match [A-Za-z0-9_-]{1,128}")
+                return .failure(FieldProblem(message: "bad \(field) \(Self.describe(raw)): must match [A-Za-z0-9_-]{1,128}"))
             }
-            related[field] = value
+            return .success(value)
+        }
+        let recipientId: String?
+        let conversationId: String?
+        switch (related("recipientId"), related("conversationId")) {
+        case let (.failure(problem), _), let (_, .failure(problem)): return rejected(id, userId: userId, problem.message)
+        case let (.success(recipient), .success(conversation)): (recipientId, conversationId) = (recipient, conversation)
         }
         var sentAt: Date?
         if let raw = object["sentAt"], !(raw is NSNull) {
@@ -67,7 +73,7 @@ struct ParseStage: Stage {
         var members: [String]?
         if let raw = object["members"], !(raw is NSNull) {
             guard let list = raw as? [Any] else { return rejected(id, userId: userId, "field \"members\" must be an array of user ids") }
-            guard related["conversationId"] != nil else { return rejected(id, userId: userId, "field \"members\" needs a \"conversationId\"") }
+            guard conversationId != nil else { return rejected(id, userId: userId, "field \"members\" needs a \"conversationId\"") }
             guard list.count <= Self.maxMembers else {
                 return rejected(id, userId: userId, "field \"members\" lists \(list.count) users; at most \(Self.maxMembers)")
             }
@@ -80,16 +86,22 @@ struct ParseStage: Stage {
             }
             members = users
         }
-        if let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
+        // Checked before the unknown fields are listed: listing and sorting them made an array for every line.
+        if object.keys.contains(where: { !Self.fields.contains($0) }), let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
             return rejected(id, userId: userId, "unknown field \"\(extra)\"")
         }
         var message = ParsedMessage(id: id, userId: userId,
                                     content: TextContent(text: text, context: textContext, kind: kind, source: line.source,
-                                                         recipientId: related["recipientId"], conversationId: related["conversationId"],
+                                                         recipientId: recipientId, conversationId: conversationId,
                                                          sentAt: sentAt, members: members),
                                     sentAt: sentAt)
         message.mayBeReplay = line.mayBeReplay
         return .proceed(message)
+    }
+
+    /// Why a field of a line is refused.
+    struct FieldProblem: Error {
+        var message: String
     }
 
     static func date(_ text: String) -> Date? { Relations.date(text) }
