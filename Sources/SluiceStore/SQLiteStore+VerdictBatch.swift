@@ -222,20 +222,26 @@ extension SQLiteStore {
             }
             // Every string's bytes, in parameter order, after one byte so that an empty string still has an address
             // (SQLite binds NULL for a null pointer).
+            // Each parameter's value in order (0-based), `changing` taking the place of the row's value.
+            func forEachValue(_ body: (DatabaseValue, Int) throws -> Void) rethrows {
+                var next = 0
+                var parameter = 0
+                for row in rows.indices {
+                    for column in rows[row].indices {
+                        if next < changing.count, changing[next].parameter == parameter {
+                            try body(changing[next].value, parameter)
+                            next += 1
+                        } else {
+                            try body(rows[row][column], parameter)
+                        }
+                        parameter += 1
+                    }
+                }
+            }
             bytes.removeAll(keepingCapacity: true)
             bytes.append(0)
-            var next = 0
-            var parameter = 0
-            for row in rows.indices {
-                for column in rows[row].indices {
-                    if next < changing.count, changing[next].parameter == parameter {
-                        if case let .string(text) = changing[next].value.storage { bytes.append(contentsOf: text.utf8) }
-                        next += 1
-                    } else if case let .string(text) = rows[row][column].storage {
-                        bytes.append(contentsOf: text.utf8)
-                    }
-                    parameter += 1
-                }
+            forEachValue { value, _ in
+                if case let .string(text) = value.storage { bytes.append(contentsOf: text.utf8) }
             }
             // Resets the statement, clears its bindings and marks them set, so `execute()` runs with the ones bound here.
             statement.setUncheckedArguments(StatementArguments())
@@ -261,19 +267,7 @@ extension SQLiteStore {
                         throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding value \(index) of \(parameters)", sql: statement.sql)
                     }
                 }
-                next = 0
-                parameter = 0
-                for row in rows.indices {
-                    for column in rows[row].indices {
-                        if next < changing.count, changing[next].parameter == parameter {
-                            try bind(changing[next].value, at: CInt(parameter + 1))
-                            next += 1
-                        } else {
-                            try bind(rows[row][column], at: CInt(parameter + 1))
-                        }
-                        parameter += 1
-                    }
-                }
+                try forEachValue { value, parameter in try bind(value, at: CInt(parameter + 1)) }
                 try statement.execute()
             }
         }

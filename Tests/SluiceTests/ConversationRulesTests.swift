@@ -146,16 +146,8 @@ import Testing
     /// minute, read twice, and one more are 16 for the flood limit (20), not 31.
     @Test func aFileReadAgainIsNotCountedTwiceBySpamCounters() async throws {
         let root = try TemporaryDataRoot()
-        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
-        try await services.relations.setProfile(RelationUser(userId: "yan", messagePrivacy: .anyone))
         let lines: [[String: Any]] = (0..<15).map { ["id": "a\($0)", "userId": "xia", "recipientId": "yan", "text": "note \($0)", "sentAt": Self.at($0)] }
-        let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
-        let queue = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        for _ in 0..<2 {
-            try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent("a.jsonl"))
-            _ = try await Self.send(root, [])
-        }
+        try await Self.readTwice(root, "a.jsonl", lines)
         let store = try await Self.send(root, [["id": "a15", "userId": "xia", "recipientId": "yan", "text": "one more", "sentAt": Self.at(15)]])
         let last = try #require(try await store.item("a15"))
         #expect(last.status == .approved, "\(last.reason ?? "")")
@@ -166,22 +158,28 @@ import Testing
     /// for a file read before looks their line ids up, as they are stored, not the ids as written.
     @Test func aFileStartingWithBadIdsReadAgainIsNotCountedTwice() async throws {
         let root = try TemporaryDataRoot()
-        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
-        try await services.relations.setProfile(RelationUser(userId: "yan", messagePrivacy: .anyone))
         let bad: [[String: Any]] = (0..<16).map { ["id": "bad id \($0)", "userId": "xia", "recipientId": "yan", "text": "hello"] }
         let lines = bad + (0..<15).map { ["id": "b\($0)", "userId": "xia", "recipientId": "yan", "text": "note \($0)", "sentAt": Self.at($0)] }
-        let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
-        let queue = root.url.appendingPathComponent("queues/text")
-        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
-        for _ in 0..<2 {
-            try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent("b.jsonl"))
-            _ = try await Self.send(root, [])
-        }
+        try await Self.readTwice(root, "b.jsonl", lines)
         let store = try await Self.send(root, [["id": "b15", "userId": "xia", "recipientId": "yan", "text": "one more", "sentAt": Self.at(15)]])
         #expect(try await store.items(kind: .text).filter { $0.status == .rejected }.count == 16, "the bad lines are rejected, once each")
         let last = try #require(try await store.item("b15"))
         #expect(last.status == .approved, "\(last.reason ?? "")")
         #expect(try await store.items(kind: .text).filter { $0.status != .approved && $0.status != .rejected }.isEmpty)
+    }
+
+    /// `lines` as queue file `name`, read twice (as after a crash, or dropped again), with "yan" taking messages from
+    /// anyone.
+    static func readTwice(_ root: TemporaryDataRoot, _ name: String, _ lines: [[String: Any]]) async throws {
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        try await services.relations.setProfile(RelationUser(userId: "yan", messagePrivacy: .anyone))
+        let text = try lines.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }.joined(separator: "\n")
+        let queue = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
+        for _ in 0..<2 {
+            try Data(text.utf8).writeClosingOnExec(to: queue.appendingPathComponent(name))
+            _ = try await send(root, [])
+        }
     }
 
     @Test func seed004BlockFlowEndToEnd() async throws {

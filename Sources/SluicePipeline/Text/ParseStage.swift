@@ -86,8 +86,8 @@ struct ParseStage: Stage {
             }
             members = users
         }
-        // Checked before the unknown fields are listed: listing and sorting them made an array for every line.
-        if object.keys.contains(where: { !Self.fields.contains($0) }), let extra = object.keys.filter({ !Self.fields.contains($0) }).sorted().first {
+        // The first unknown field in sorted order, found without listing them (an array for every line).
+        if let extra = object.keys.lazy.filter({ !Self.fields.contains($0) }).min() {
             return rejected(id, userId: userId, "unknown field \"\(extra)\"")
         }
         var message = ParsedMessage(id: id, userId: userId,
