@@ -80,7 +80,7 @@ public struct TextQueueIngestor: Sendable {
                 if FileOps.isBeingWritten(file) {
                     logger.info("text queue file still open for writing; read once it is closed", metadata: ["file": "\(file.lastPathComponent)"])
                 } else if FileType(at: file) == .regular {
-                    summaries[file.lastPathComponent] = try await process(file) { await leases?.stillHolds(unit) ?? true }
+                    summaries[file.lastPathComponent] = try await process(file, leases: leases)
                 }
             } catch let lost as ClaimLost {
                 logger.warning("\(lost)", metadata: ["file": "\(file.lastPathComponent)"])
@@ -193,13 +193,14 @@ public struct TextQueueIngestor: Sendable {
         var description: String { "another daemon took this text queue file over (this one's claim expired); leaving it to that one" }
     }
 
-    /// One file: judge each line, record in batches, then move the file to done/. `stillHeld` is asked before each
-    /// batch is written and before the file moves: false stops here (`ClaimLost`).
-    public func process(_ file: URL, stillHeld: @escaping @Sendable () async -> Bool = { true }) async throws -> FileSummary {
+    /// One file: judge each line, record in batches, then move the file to done/. With `leases` (the daemon's), each
+    /// batch commits only in a transaction that claims the file again (`text:{name}`), and the file moves only while
+    /// this daemon still holds it: otherwise it stops here (`ClaimLost`).
+    public func process(_ file: URL, leases: WorkLeases? = nil) async throws -> FileSummary {
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         let ids = LineIDs(file: name, contents: data)
-        var run = FileRun(ingestor: self, name: name, ids: ids, stillHeld: stillHeld)
+        var run = FileRun(ingestor: self, name: name, ids: ids, leases: leases)
         run.mayBeReplay = try await Self.wasReadBefore(data, ids: ids, store: store)
         var lineNumber = 0
         var offset = 0
@@ -223,7 +224,7 @@ public struct TextQueueIngestor: Sendable {
             throw error
         }
         let summary = run.summary
-        guard await stillHeld() else { throw ClaimLost() }
+        if let leases, !(await leases.stillHolds(run.unit)) { throw ClaimLost() }
         try FileOps.moveKeepingExisting(file, to: { doneDestination(for: name, copy: $0) })
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)",
@@ -300,12 +301,15 @@ public struct TextQueueIngestor: Sendable {
         let name: String
         /// The ids of lines without one of their own.
         let ids: LineIDs
-        let stillHeld: @Sendable () async -> Bool
+        /// The daemon's claims (nil: record without checking one).
+        let leases: WorkLeases?
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
         /// Judged windows waiting to be written.
         var batch: [JudgedWindow] = []
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
+        /// The file's unit of work in the daemon's claims.
+        var unit: String { "text:\(name)" }
         /// Some of its lines are already stored (`wasReadBefore`).
         var mayBeReplay = false
         /// The last batch made ready for the store; the next is made after it, so stamps rise with the line.
@@ -340,7 +344,7 @@ public struct TextQueueIngestor: Sendable {
             let judged = batch
             batch.removeAll(keepingCapacity: true)
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
-            let (store, stillHeld) = (ingestor.store, stillHeld)
+            let (store, leases, unit) = (ingestor.store, leases, unit)
             // Made ready (items stamped in file order, rows encoded by the store) while the writer is busy with the
             // batch before: only the write itself waits for the writer.
             let previousPreparation = lastPreparation
@@ -354,11 +358,21 @@ public struct TextQueueIngestor: Sendable {
             // Ahead of the judging on the pool's threads: a write resumes as soon as the one before it commits, so the
             // store's writer is never left waiting for a thread the judging keeps busy (it waited ~15 ms a batch).
             writes.append(Task(priority: .high) {
-                // In file order; the claim is checked right before this batch commits.
+                // In file order; the claim is made in the batch's own transaction, so it holds when the batch commits.
                 if let previous { _ = try await previous.value }
                 let prepared = await preparation.value
-                guard await stillHeld() else { throw ClaimLost() }
-                return (try await store.recordChangedVerdicts(prepared.verdicts), prepared.verdicts.items.count, prepared.rejected, prepared.superseded)
+                let written: Int
+                if let leases {
+                    guard let claim = await leases.commitClaim(for: unit),
+                          let count = try await store.recordChangedVerdicts(prepared.verdicts, claiming: claim) else {
+                        await leases.lost(unit)
+                        throw ClaimLost()
+                    }
+                    written = count
+                } else {
+                    written = try await store.recordChangedVerdicts(prepared.verdicts)
+                }
+                return (written, prepared.verdicts.items.count, prepared.rejected, prepared.superseded)
             })
         }
 

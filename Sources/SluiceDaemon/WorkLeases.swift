@@ -52,6 +52,19 @@ public actor WorkLeases: WorkClaims {
         return false
     }
 
+    /// The claim to make in the transaction that commits `unit`'s work (`StatusStore.recordChangedVerdicts(_:claiming:)`),
+    /// instead of a transaction of its own before it (`stillHolds`): nil when this daemon no longer holds the unit.
+    public func commitClaim(for unit: String) -> WorkClaim? {
+        guard held.contains(unit) else { return nil }
+        let now = Date()
+        return WorkClaim(unit: unit, owner: owner, until: now.addingTimeInterval(seconds), now: now)
+    }
+
+    /// A commit found `unit` held by another daemon (its `commitClaim` did not hold).
+    public func lost(_ unit: String) {
+        held.remove(unit)
+    }
+
     public func release(_ unit: String) async {
         held.remove(unit)
         do {

@@ -176,6 +176,17 @@ extension SQLiteStore {
         }
     }
 
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int? {
+        let items = prepared.items
+        let (lineIDs, stage) = (prepared.lineIDs, prepared.stage)
+        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
+        return try await write("record \(items.count) verdicts holding \(claim.unit)") { db in
+            guard try Self.claim(claim, in: db) else { return nil }
+            if items.isEmpty { return 0 }
+            return try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, encoded: encoded, in: db)
+        }
+    }
+
     public func appendEvent(_ event: ItemEvent) async throws(StoreError) {
         try await write("append event to \(event.itemId)") { db in try EventRow(event).insert(db) }
     }

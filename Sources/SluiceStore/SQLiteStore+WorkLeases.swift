@@ -4,16 +4,20 @@ import SluiceCore
 
 extension SQLiteStore {
     public func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool {
-        try await write("claim \(unit)") { db in
-            // The write transaction is exclusive, so read-then-write is atomic across processes sharing the file.
-            // Prepared once per connection: the daemon claims and releases a lease around every upload.
-            try db.cachedStatement(sql: """
-                INSERT INTO workLease (unit, owner, until) VALUES (?, ?, ?)
-                ON CONFLICT(unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
-                WHERE workLease.until <= ? OR workLease.owner = excluded.owner
-                """).execute(arguments: [unit, owner, until, now])
-            return db.changesCount > 0
-        }
+        let claim = WorkClaim(unit: unit, owner: owner, until: until, now: now)
+        return try await write("claim \(unit)") { db in try Self.claim(claim, in: db) }
+    }
+
+    /// Makes `claim` in the current write transaction: whether it holds.
+    static func claim(_ claim: WorkClaim, in db: Database) throws -> Bool {
+        // The write transaction is exclusive, so read-then-write is atomic across processes sharing the file.
+        // Prepared once per connection: the daemon claims and releases a lease around every upload.
+        try db.cachedStatement(sql: """
+            INSERT INTO workLease (unit, owner, until) VALUES (?, ?, ?)
+            ON CONFLICT(unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
+            WHERE workLease.until <= ? OR workLease.owner = excluded.owner
+            """).execute(arguments: [claim.unit, claim.owner, claim.until, claim.now])
+        return db.changesCount > 0
     }
 
     public func renewWork(_ units: [String], owner: String, until: Date) async throws(StoreError) -> Int {

@@ -362,6 +362,34 @@ extension StoreContractTests {
         #expect(try await store.claimWork("upload:u/a", owner: "host-c:3", until: t0.addingTimeInterval(150), now: t0.addingTimeInterval(62)))
     }
 
+    /// A batch committed with a claim on its file: written, and the lease extended, only while no other daemon holds
+    /// the file; otherwise nothing of it is written.
+    @Test(arguments: StoreBackend.available)
+    func aBatchCommitsOnlyWhileItsClaimHolds(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let t0 = Self.t0
+        #expect(try await store.claimWork("text:q.jsonl", owner: "host-b:2", until: t0.addingTimeInterval(30), now: t0))
+        let first = store.prepareChangedVerdicts([Self.text("m1"), Self.text("m2")], lineIDs: ["q.jsonl:1:ab", "q.jsonl:2:ab"], stage: "text")
+        let held = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(40), now: t0.addingTimeInterval(10))
+        #expect(try await store.recordChangedVerdicts(first, claiming: held) == nil, "host-b holds the file")
+        #expect(try await store.item("m1") == nil)
+        #expect(try await store.item("m2") == nil)
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(10)) == ["text:q.jsonl": "host-b:2"], "the lease is not taken")
+        // host-b's lease ended: host-a's commit takes the file over and writes the batch in the same transaction.
+        let expired = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(70), now: t0.addingTimeInterval(31))
+        #expect(try await store.recordChangedVerdicts(first, claiming: expired) == 2)
+        #expect(try await store.item("m1")?.status == .approved)
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(69)) == ["text:q.jsonl": "host-a:1"], "extended to the claim's end")
+        // Its own claim again: the same lines are unchanged, an empty batch only extends the lease.
+        let again = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(100), now: t0.addingTimeInterval(40))
+        #expect(try await store.recordChangedVerdicts(first, claiming: again) == 0)
+        let empty = store.prepareChangedVerdicts([], lineIDs: [], stage: "text")
+        let later = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(130), now: t0.addingTimeInterval(50))
+        #expect(try await store.recordChangedVerdicts(empty, claiming: later) == 0)
+        #expect(try await store.workLeases(now: t0.addingTimeInterval(129)) == ["text:q.jsonl": "host-a:1"])
+        #expect(try await !store.claimWork("text:q.jsonl", owner: "host-b:2", until: t0.addingTimeInterval(150), now: t0.addingTimeInterval(120)))
+    }
+
     /// Many claimers of one unit at the same moment: exactly one wins.
     @Test(arguments: StoreBackend.available)
     func concurrentClaimsHaveOneWinner(backend: StoreBackend) async throws {

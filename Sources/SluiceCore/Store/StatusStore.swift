@@ -51,6 +51,9 @@ public protocol StatusStore: Sendable {
     /// `recordChangedVerdicts(_:lineIDs:stage:)` of a prepared batch.
     @discardableResult
     func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int
+    /// `recordChangedVerdicts(_:)` in the same transaction as `claim` (made as `claimWork` makes it): nil, with nothing
+    /// written, when another owner holds the unit.
+    func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int?
     /// An event without changing the item (e.g. a pending file finished after a restart).
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.

@@ -192,6 +192,16 @@ extension PostgresStore {
         }
     }
 
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int? {
+        let logger = logger
+        let (items, lineIDs, stage) = (prepared.items, prepared.lineIDs, prepared.stage)
+        return try await transaction("record \(items.count) verdicts holding \(claim.unit)") { connection -> Int? in
+            guard !(try await connection.rows(Self.claimQuery(claim), logger: logger)).isEmpty else { return nil }
+            if items.isEmpty { return 0 }
+            return try await Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, on: connection, logger: logger)
+        }
+    }
+
     /// A batch in the current transaction, as SQLite's: each stored row keeps its creation date and counts one more
     /// attempt (a line twice in a batch counts twice); `skippingUnchanged` leaves an item whose stored content hash
     /// equals its own. One upsert statement writes the rows (the last value of each id), one insert the events.

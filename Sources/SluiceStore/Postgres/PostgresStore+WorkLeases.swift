@@ -6,13 +6,17 @@ import SluiceCore
 /// or is the claimer's own, so of several daemons claiming at once exactly one gets a row back.
 extension PostgresStore {
     public func claimWork(_ unit: String, owner: String, until: Date, now: Date) async throws(StoreError) -> Bool {
-        let rows = try await rows("claim \(unit)", """
-            INSERT INTO workLease (unit, owner, until) VALUES (\(unit), \(owner), \(until))
-            ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
-            WHERE workLease.until <= \(now) OR workLease.owner = excluded.owner
-            RETURNING 1
-            """)
-        return !rows.isEmpty
+        !(try await rows("claim \(unit)", Self.claimQuery(WorkClaim(unit: unit, owner: owner, until: until, now: now)))).isEmpty
+    }
+
+    /// The upsert that makes `claim`: one row back when it holds.
+    static func claimQuery(_ claim: WorkClaim) -> PostgresQuery {
+        """
+        INSERT INTO workLease (unit, owner, until) VALUES (\(claim.unit), \(claim.owner), \(claim.until))
+        ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, until = excluded.until
+        WHERE workLease.until <= \(claim.now) OR workLease.owner = excluded.owner
+        RETURNING 1
+        """
     }
 
     public func renewWork(_ units: [String], owner: String, until: Date) async throws(StoreError) -> Int {
