@@ -10,6 +10,8 @@ import SluiceCore
 /// read while one daemon writes. GRDB stays inside this module; callers see `StatusStore`.
 public struct SQLiteStore: StatusStore {
     private let writer: any DatabaseWriter
+    /// Checkpoints the log of a store file beside its writer (nil in memory and read-only).
+    private let checkpointer: WALCheckpointer?
 
     /// Opens (creating if needed) the store file in WAL mode and migrates it. `readOnly` opens an existing
     /// store without ever writing to it (dry runs): it must already be migrated.
@@ -17,13 +19,13 @@ public struct SQLiteStore: StatusStore {
         do {
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
+            let checkpointer = readOnly ? nil : WALCheckpointer(path: path.path)
+            self.checkpointer = checkpointer
             configuration.prepareDatabase { db in
-                // Several processes share the store (daemon, API, CLI). Without this, a process that exits as the
-                // last connection it can see deletes -wal/-shm while another still uses them, and that one then
-                // reads a stale snapshot forever.
-                var persist: Int32 = 1
-                sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
+                Self.persistLog(db)
                 if !db.configuration.readonly {
+                    // The log is checkpointed on a connection of its own, not in the writer's commits.
+                    checkpointer?.install(on: db)
                     try db.execute(sql: "PRAGMA synchronous = NORMAL")
                     // The writer's statement journals stay in memory. A statement that writes several rows (a text
                     // batch writes 25 items a statement) keeps the pages it changes so it can undo itself; past
@@ -60,6 +62,13 @@ public struct SQLiteStore: StatusStore {
         }
     }
 
+    /// Several processes share the store (daemon, API, CLI). Without this, a process that exits as the last connection
+    /// it can see deletes -wal/-shm while another still uses them, and that one then reads a stale snapshot forever.
+    static func persistLog(_ db: Database) {
+        var persist: Int32 = 1
+        sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
+    }
+
     /// Processes opening a new store at once (daemon and API started together) raced: switching a new file to
     /// WAL failed with "database is locked", and GRDB's migrator checks which migrations are applied outside any
     /// transaction, so two could apply the first one and one failed with "table already exists". An exclusive
@@ -91,7 +100,10 @@ public struct SQLiteStore: StatusStore {
         }
     }
 
-    init(writer: any DatabaseWriter) { self.writer = writer }
+    init(writer: any DatabaseWriter) {
+        self.writer = writer
+        checkpointer = nil
+    }
 
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()

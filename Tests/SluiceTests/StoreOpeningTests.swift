@@ -33,6 +33,40 @@ import Testing
             #expect(outcomes.compactMap { $0 }.isEmpty, "round \(round): \(outcomes.compactMap { $0 })")
         }
     }
+
+    /// The store's write-ahead log is copied into the database file while batches keep coming (on a connection of its
+    /// own, not in the writer's commits), and stays bounded: a reader opening the file later finds every row, and the
+    /// file itself, not only its log, holds them.
+    @Test func theLogReachesTheStoreFileWhileBatchesAreWritten() async throws {
+        let root = try TemporaryDataRoot()
+        let path = root.url.appendingPathComponent("sluice.sqlite")
+        let store = try SQLiteStore(path: path)
+        let start = fileSize(path)
+        for batch in 0..<8 {
+            let items = (0..<1_000).map { index -> Item in
+                let id = ItemID("b\(batch)-m\(index)")
+                return Item(id: id, kind: .text, userId: "u\(index % 97)", status: .approved, contentHash: "hash-\(id)", attempts: 1,
+                            createdAt: Date(), updatedAt: Date(),
+                            content: TextContent(text: "message \(index) of batch \(batch), long enough to fill some pages", source: "q.jsonl:\(index)"),
+                            textVerdict: TextVerdict(allowed: true, reason: nil, matches: [], censored: "message"))
+            }
+            _ = try await store.recordChangedVerdicts(store.prepareChangedVerdicts(items, lineIDs: items.map(\.id), stage: "text"))
+        }
+        // The last checkpoint runs beside the writer: wait for it (not for a fixed time).
+        var grown = fileSize(path)
+        for _ in 0..<200 where grown < start + 2_000_000 {
+            try await Task.sleep(for: .milliseconds(50))
+            grown = fileSize(path)
+        }
+        #expect(grown >= start + 2_000_000, "the store file holds the batches (\(start) → \(grown) bytes), not only its log")
+        let log = fileSize(URL(fileURLWithPath: path.path + "-wal"))
+        #expect(log <= 16_000 * 4_120, "the log is bounded: \(log) bytes")
+        #expect(try await SQLiteStore(path: path).countsByStatus()[.approved] == 8_000)
+    }
+
+    private func fileSize(_ url: URL) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
 }
 
 /// Runs blocking work on its own thread so the openers really overlap.
