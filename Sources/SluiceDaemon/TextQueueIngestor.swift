@@ -139,12 +139,14 @@ public struct TextQueueIngestor: Sendable {
                 let now = Date()
                 let base = Item(id: lineID, kind: .text, userId: "", status: .pending, createdAt: now, updatedAt: now)
                 guard var item = window.runs[index].item(from: base, scope: .upload) else { continue }
-                if let owner = owners[item.id], !owner.user.isEmpty, owner.user != item.userId {
+                var owner = owners[item.id]
+                if let first = owner, !first.user.isEmpty, first.user != item.userId {
                     item = item.refusedAsAnotherUsersID(lineID: lineID)
+                    owner = owners[item.id]
                 }
                 if item.status == .rejected { rejected += 1 }
                 // A line rejected without a user id ("") claims no id.
-                let user = owners[item.id].map { $0.user.isEmpty ? item.userId : $0.user } ?? item.userId
+                let user = owner.map { $0.user.isEmpty ? item.userId : $0.user } ?? item.userId
                 owners[item.id] = (user, made.count)
                 made.append(item)
                 lines.append(lineID)

@@ -70,7 +70,17 @@ extension SQLiteStore {
     }
 
     static func encode(_ items: [Item], stage: String) -> EncodedBatch {
-        EncodedBatch(rows: items.map { encodeTextRow($0, stage: stage) }, lookups: lookupArrays(items.map(\.id.rawValue)))
+        // Items are read in place (by index): `map` hands its closure a copy of each, retaining and releasing every
+        // one of its fields (~1% of a text queue's ingest).
+        var rows: [EncodedTextRow?] = []
+        var ids: [String] = []
+        rows.reserveCapacity(items.count)
+        ids.reserveCapacity(items.count)
+        for index in items.indices {
+            rows.append(encodeTextRow(items[index], stage: stage))
+            ids.append(items[index].id.rawValue)
+        }
+        return EncodedBatch(rows: rows, lookups: lookupArrays(ids))
     }
 
     /// `ids` as JSON arrays of at most 500, for `previousRowsSQL`.

@@ -167,8 +167,8 @@ public struct PipelineRun<Output: ItemFacts>: Sendable {
 
     /// The item this run leaves: `base` with what the stages learned and the verdict. Nil when the run keeps the
     /// item as it is. Inlinable (specialised where it is called): the text queue calls it for every line, and
-    /// unspecialised each call copied the whole run to hand it over.
-    @inlinable public func item(from base: Item, scope: RecordScope) -> Item? {
+    /// unspecialised each call copied the whole run to hand it over. `base` is taken, not copied.
+    @inlinable public func item(from base: consuming Item, scope: RecordScope) -> Item? {
         var item = base
         switch end {
         case let .completed(output):
