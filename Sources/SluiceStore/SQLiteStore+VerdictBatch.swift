@@ -85,11 +85,7 @@ extension SQLiteStore {
 
     /// `ids` as JSON arrays of at most 500, for `previousRowsSQL`.
     static func lookupArrays(_ ids: [String]) -> [String] {
-        ids.chunked(500).map { chunk in
-            var json = ""
-            JSONText.strings(Array(chunk), into: &json)
-            return json
-        }
+        ids.chunked(500).map { JSONText.strings($0) }
     }
 
     static func encodeTextRow(_ item: Item, stage: String) -> EncodedTextRow? {
