@@ -396,6 +396,22 @@ public struct SQLiteStore: StatusStore {
             try db.alter(table: "reprocessItem") { t in t.add(column: "batch", .integer).notNull().defaults(to: 0) }
             try db.create(index: "reprocessItemBatch", on: "reprocessItem", columns: ["runKey", "batch"])
         }
+        migrator.registerMigration("v15-rate-limits-keyed-by-window") { db in
+            // One B-tree keyed by (key, windowStart) instead of a rowid table and its key index: an API process's
+            // rate-limit exchange updates thousands of windows scattered over the table every 100 ms, and each
+            // update changed a page of both (the exchange's SQL costs about half as much per window).
+            try db.create(table: "rateLimitByWindow", options: [.withoutRowID]) { t in
+                t.column("key", .text).notNull()
+                t.column("windowStart", .integer).notNull()
+                t.column("count", .integer).notNull()
+                t.primaryKey(["key", "windowStart"])
+            }
+            try db.execute(sql: """
+                INSERT INTO rateLimitByWindow (key, windowStart, count) SELECT key, windowStart, count FROM rateLimit;
+                DROP TABLE rateLimit;
+                ALTER TABLE rateLimitByWindow RENAME TO rateLimit;
+                """)
+        }
         return migrator
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SluiceCore
 import SluiceStore
 import SluiceTesting
@@ -62,6 +63,38 @@ import Testing
         let log = fileSize(URL(fileURLWithPath: path.path + "-wal"))
         #expect(log <= 16_000 * 4_120, "the log is bounded: \(log) bytes")
         #expect(try await SQLiteStore(path: path).countsByStatus()[.approved] == 8_000)
+    }
+
+    /// A store made before rate-limit windows were keyed by window (`v15`) keeps every window's count when a newer
+    /// build opens it, and counts on from there.
+    @Test func rateLimitWindowsSurviveTheUpgrade() async throws {
+        let root = try TemporaryDataRoot()
+        let path = root.url.appendingPathComponent("sluice.sqlite")
+        // The table as v1-v14 made it, marked migrated up to v14 as GRDB's migrator records it.
+        let old = try DatabaseQueue(path: path.path)
+        try await old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                CREATE TABLE rateLimit ("key" TEXT NOT NULL, "windowStart" INTEGER NOT NULL, "count" INTEGER NOT NULL, PRIMARY KEY ("key", "windowStart"));
+                INSERT INTO rateLimit VALUES ('text_message:ana', 1800000000, 7), ('text_message:ben', 1800000000, 60), ('report:ana', 1799996400, 2);
+                """)
+            for identifier in ["v1-items-and-events", "v2-text-items", "v3-priority-and-caption", "v4-backlog-review-reports", "v5-rate-limits",
+                               "v6-metrics-snapshots", "v7-human-decisions", "v8-erasure-and-webhooks", "v9-review-console",
+                               "v10-relations-and-spam", "v11-pdq-hash-banks", "v12-threads", "v13-work-leases", "v14-reprocess-batches"] {
+                try db.execute(sql: "INSERT INTO grdb_migrations VALUES (?)", arguments: [identifier])
+            }
+        }
+        try old.close()
+        let store = try SQLiteStore(path: path)
+        let ana = CounterSlot(key: "text_message:ana", windowStart: 1_800_000_000)
+        let ben = CounterSlot(key: "text_message:ben", windowStart: 1_800_000_000)
+        let report = CounterSlot(key: "report:ana", windowStart: 1_799_996_400)
+        #expect(try await store.rateLimitTotals([ana, ben, report]) == [ana: 7, ben: 60, report: 2])
+        #expect(try await store.recordRateLimitCounts([ana: 3]) == [ana: 10])
+        let keyedByWindow = try await DatabaseQueue(path: path.path).read { db in
+            try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'rateLimit'")
+        }
+        #expect(keyedByWindow == true, "one B-tree keyed by (key, windowStart): no rowid table beside its key index")
     }
 
     private func fileSize(_ url: URL) -> Int {
