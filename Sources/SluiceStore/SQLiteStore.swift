@@ -396,21 +396,31 @@ public struct SQLiteStore: StatusStore {
             try db.alter(table: "reprocessItem") { t in t.add(column: "batch", .integer).notNull().defaults(to: 0) }
             try db.create(index: "reprocessItemBatch", on: "reprocessItem", columns: ["runKey", "batch"])
         }
-        migrator.registerMigration("v15-rate-limits-keyed-by-window") { db in
-            // One B-tree keyed by (key, windowStart) instead of a rowid table and its key index: an API process's
-            // rate-limit exchange updates thousands of windows scattered over the table every 100 ms, and each
+        migrator.registerMigration("v15-counters-keyed-by-window") { db in
+            // The windowed counters in one B-tree each, keyed by their primary key, instead of a rowid table and its
+            // key index: an API process's rate-limit exchange updates thousands of windows scattered over its table
+            // every 100 ms, and a daemon's conversation ledger the spam counters of every sender in a batch; each
             // update changed a page of both (the exchange's SQL costs about half as much per window).
-            try db.create(table: "rateLimitByWindow", options: [.withoutRowID]) { t in
-                t.column("key", .text).notNull()
-                t.column("windowStart", .integer).notNull()
-                t.column("count", .integer).notNull()
-                t.primaryKey(["key", "windowStart"])
+            for (table, columns) in [("rateLimit", ["key", "windowStart", "count"]), ("spamCounter", ["key", "windowStart", "count"]),
+                                     ("spamDistinct", ["key", "windowStart", "member"])] {
+                try db.create(table: table + "ByWindow", options: [.withoutRowID]) { t in
+                    t.column("key", .text).notNull()
+                    t.column("windowStart", .integer).notNull()
+                    if columns[2] == "count" {
+                        t.column("count", .integer).notNull()
+                        t.primaryKey(["key", "windowStart"])
+                    } else {
+                        t.column("member", .text).notNull()
+                        t.primaryKey(["key", "windowStart", "member"])
+                    }
+                }
+                let list = columns.joined(separator: ", ")
+                try db.execute(sql: """
+                    INSERT INTO \(table)ByWindow (\(list)) SELECT \(list) FROM \(table);
+                    DROP TABLE \(table);
+                    ALTER TABLE \(table)ByWindow RENAME TO \(table);
+                    """)
             }
-            try db.execute(sql: """
-                INSERT INTO rateLimitByWindow (key, windowStart, count) SELECT key, windowStart, count FROM rateLimit;
-                DROP TABLE rateLimit;
-                ALTER TABLE rateLimitByWindow RENAME TO rateLimit;
-                """)
         }
         return migrator
     }

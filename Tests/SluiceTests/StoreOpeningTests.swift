@@ -65,18 +65,22 @@ import Testing
         #expect(try await SQLiteStore(path: path).countsByStatus()[.approved] == 8_000)
     }
 
-    /// A store made before rate-limit windows were keyed by window (`v15`) keeps every window's count when a newer
-    /// build opens it, and counts on from there.
-    @Test func rateLimitWindowsSurviveTheUpgrade() async throws {
+    /// A store made before its windowed counters were keyed by window (`v15`) keeps every rate-limit window's count and
+    /// every spam counter when a newer build opens it, and counts on from there.
+    @Test func counterWindowsSurviveTheUpgrade() async throws {
         let root = try TemporaryDataRoot()
         let path = root.url.appendingPathComponent("sluice.sqlite")
-        // The table as v1-v14 made it, marked migrated up to v14 as GRDB's migrator records it.
+        // The tables as v1-v14 made them, marked migrated up to v14 as GRDB's migrator records it.
         let old = try DatabaseQueue(path: path.path)
         try await old.write { db in
             try db.execute(sql: """
                 CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
                 CREATE TABLE rateLimit ("key" TEXT NOT NULL, "windowStart" INTEGER NOT NULL, "count" INTEGER NOT NULL, PRIMARY KEY ("key", "windowStart"));
                 INSERT INTO rateLimit VALUES ('text_message:ana', 1800000000, 7), ('text_message:ben', 1800000000, 60), ('report:ana', 1799996400, 2);
+                CREATE TABLE spamCounter ("key" TEXT NOT NULL, "windowStart" INTEGER NOT NULL, "count" INTEGER NOT NULL, PRIMARY KEY ("key", "windowStart"));
+                INSERT INTO spamCounter VALUES ('spam.flood:ana', 1800000000, 4);
+                CREATE TABLE spamDistinct ("key" TEXT NOT NULL, "windowStart" INTEGER NOT NULL, "member" TEXT NOT NULL, PRIMARY KEY ("key", "windowStart", "member"));
+                INSERT INTO spamDistinct VALUES ('spam.duplicates:ana:f1', 1800000000, 'ben'), ('spam.duplicates:ana:f1', 1800000000, 'cy');
                 """)
             for identifier in ["v1-items-and-events", "v2-text-items", "v3-priority-and-caption", "v4-backlog-review-reports", "v5-rate-limits",
                                "v6-metrics-snapshots", "v7-human-decisions", "v8-erasure-and-webhooks", "v9-review-console",
@@ -91,10 +95,12 @@ import Testing
         let report = CounterSlot(key: "report:ana", windowStart: 1_799_996_400)
         #expect(try await store.rateLimitTotals([ana, ben, report]) == [ana: 7, ben: 60, report: 2])
         #expect(try await store.recordRateLimitCounts([ana: 3]) == [ana: 10])
-        let keyedByWindow = try await DatabaseQueue(path: path.path).read { db in
-            try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'rateLimit'")
+        let (keyedByWindow, spam) = try await DatabaseQueue(path: path.path).read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pragma_table_list WHERE schema = 'main' AND wr = 1 AND name IN ('rateLimit', 'spamCounter', 'spamDistinct')"),
+             try String.fetchAll(db, sql: "SELECT key || '@' || windowStart || '=' || count FROM spamCounter UNION ALL SELECT key || '@' || windowStart || '+' || member FROM spamDistinct ORDER BY 1"))
         }
-        #expect(keyedByWindow == true, "one B-tree keyed by (key, windowStart): no rowid table beside its key index")
+        #expect(keyedByWindow == 3, "one B-tree each, keyed by its primary key: no rowid table beside its key index")
+        #expect(spam == ["spam.duplicates:ana:f1@1800000000+ben", "spam.duplicates:ana:f1@1800000000+cy", "spam.flood:ana@1800000000=4"])
     }
 
     private func fileSize(_ url: URL) -> Int {
