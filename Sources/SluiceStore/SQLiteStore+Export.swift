@@ -7,7 +7,8 @@ extension SQLiteStore {
     /// Up to `limit` rows of `table` after `rowid`, as a JSON array of objects with lower-case keys (PostgreSQL's
     /// folded column names): integers and reals as numbers, text as strings (dates are GRDB's UTC text, which
     /// PostgreSQL reads as timestamps), blobs as bytea hex text (`\x…`). Returns the last rowid read. A table
-    /// without rowids (`rateLimit`) is read in its key's order, `rowid` then counting the rows read before.
+    /// without rowids (the windowed counters: `rateLimit`, `spamCounter`, `spamDistinct`) is read in its key's order,
+    /// `rowid` then counting the rows read before.
     func exportRows(_ table: String, after rowid: Int64, limit: Int) async throws(StoreError) -> (json: String, count: Int, last: Int64) {
         try await read("read \(table) for migration") { db in
             let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [table]) ?? false
