@@ -39,24 +39,8 @@ public struct JSONBytes {
     }
 
     public mutating func int(_ value: Int) {
-        guard value != 0 else {
-            bytes.append(UInt8(ascii: "0"))
-            return
-        }
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { digits in
-            while magnitude > 0 {
-                digits[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[index]) }
-        }
+        // An integer's text is at most 20 bytes: a small string, no allocation.
+        bytes.append(contentsOf: String(value).utf8)
     }
 
     /// A JSON string: quotes, backslashes, control characters and U+2028/2029 escaped.

@@ -71,7 +71,7 @@ public struct TextQueueIngestor: Sendable {
     public func processAll(leases: WorkLeases? = nil) async -> [String: FileSummary] {
         var summaries: [String: FileSummary] = [:]
         for file in pendingFiles() {
-            let unit = "text:\(file.lastPathComponent)"
+            let unit = Self.unit(of: file.lastPathComponent)
             if let leases, !(await leases.claim(unit)) { continue }
             do {
                 // Another daemon may have finished and moved it between the listing and the claim. A file another
@@ -189,6 +189,9 @@ public struct TextQueueIngestor: Sendable {
             return ItemID(String(stem.prefix(max(1, 128 - tail.utf8.count))) + tail)
         }
     }
+
+    /// A queue file's unit of work in the daemon's claims.
+    static func unit(of name: String) -> String { "text:\(name)" }
 
     /// Another daemon took the file over while this one worked on it (its claim expired).
     struct ClaimLost: Error, CustomStringConvertible {
@@ -311,7 +314,7 @@ public struct TextQueueIngestor: Sendable {
         var batch: [JudgedWindow] = []
         var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
         /// The file's unit of work in the daemon's claims.
-        var unit: String { "text:\(name)" }
+        var unit: String { TextQueueIngestor.unit(of: name) }
         /// Some of its lines are already stored (`wasReadBefore`).
         var mayBeReplay = false
         /// The last batch made ready for the store; the next is made after it, so stamps rise with the line.

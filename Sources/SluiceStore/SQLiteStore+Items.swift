@@ -166,25 +166,24 @@ extension SQLiteStore {
     }
 
     public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int {
-        let items = prepared.items
-        if items.isEmpty { return 0 }
-        let (lineIDs, stage) = (prepared.lineIDs, prepared.stage)
-        // A batch prepared by another store is encoded here.
-        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
-        return try await write("record \(items.count) verdicts") { db in
-            try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, encoded: encoded, in: db)
-        }
+        if prepared.items.isEmpty { return 0 }
+        return try await write("record \(prepared.items.count) verdicts") { db in try Self.record(prepared, in: db) }
     }
 
     public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int? {
-        let items = prepared.items
-        let (lineIDs, stage) = (prepared.lineIDs, prepared.stage)
-        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
-        return try await write("record \(items.count) verdicts holding \(claim.unit)") { db in
+        try await write("record \(prepared.items.count) verdicts holding \(claim.unit)") { db in
             guard try Self.claim(claim, in: db) else { return nil }
-            if items.isEmpty { return 0 }
-            return try Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, encoded: encoded, in: db)
+            return try Self.record(prepared, in: db)
         }
+    }
+
+    /// A prepared batch in the current transaction, skipping unchanged items; how many were written.
+    private static func record(_ prepared: PreparedVerdicts, in db: Database) throws -> Int {
+        let items = prepared.items
+        if items.isEmpty { return 0 }
+        // A batch prepared by another store is encoded here.
+        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
+        return try recordVerdicts(items, lineIDs: prepared.lineIDs, stage: prepared.stage, skippingUnchanged: true, encoded: encoded, in: db)
     }
 
     public func appendEvent(_ event: ItemEvent) async throws(StoreError) {
