@@ -147,13 +147,17 @@ public struct ConversationRules: Sendable {
     }
 }
 
-/// What the spam signals read from a message's text.
+/// What the spam signals read from a message's text. Each signal is defined over the text's characters; ASCII text
+/// (nearly every message) is read byte by byte instead, which gives the same answer: in ASCII a character is one byte
+/// (or CR LF, which is whitespace), a letter is A-Z or a-z, a number is 0-9 and whitespace is U+0009-U+000D or a
+/// space. `MessageSignalsTests` holds each signal to its definition.
 public enum MessageSignals {
     /// Lower-cased host names of the links in the text (`http(s)://…`, `www.…`, or a bare `name.tld/…`).
     public static func links(in text: String) -> [String] {
-        var hosts: [String] = []
         // A link has a dot in it: most messages have none, and most words of those that do are not links.
-        guard text.utf8.contains(UInt8(ascii: ".")) else { return hosts }
+        guard text.utf8.contains(UInt8(ascii: ".")) else { return [] }
+        if let hosts = text.utf8.withContiguousStorageIfAvailable({ ASCIISignals.links($0) }), let hosts { return hosts }
+        var hosts: [String] = []
         for token in text.split(whereSeparator: { $0.isWhitespace || "<>()[]{}\"'".contains($0) }) where token.utf8.contains(UInt8(ascii: ".")) {
             var candidate = Substring(token.lowercased())
             if let scheme = candidate.range(of: "://") {
@@ -171,14 +175,16 @@ public enum MessageSignals {
         return hosts
     }
 
-    /// `@name` mentions.
+    /// `@name` mentions: words (split at whitespace) of two or more characters that start with `@`.
     public static func mentions(in text: String) -> Int {
         guard text.utf8.contains(UInt8(ascii: "@")) else { return 0 }
+        if let count = text.utf8.withContiguousStorageIfAvailable({ ASCIISignals.mentions($0) }), let count { return count }
         return text.split(whereSeparator: { $0.isWhitespace }).filter { $0.count > 1 && $0.hasPrefix("@") }.count
     }
 
-    /// The longest run of one repeated character (an emoji counts as one).
+    /// The longest run of one repeated character (an emoji counts as one); whitespace is skipped, not counted.
     public static func longestRun(in text: String) -> Int {
+        if let longest = text.utf8.withContiguousStorageIfAvailable({ ASCIISignals.longestRun($0) }), let longest { return longest }
         var longest = 0
         var current = 0
         var previous: Character?
@@ -191,26 +197,116 @@ public enum MessageSignals {
     }
 
     /// The same text up to case, spacing, digits and punctuation: near-duplicates share it. The text lowercased, its
-    /// letters (`CharacterSet.letters`) kept, hashed.
+    /// letters (`CharacterSet.letters`) kept, hashed (the first 12 bytes of its SHA-256, as hex).
     public static func fingerprint(_ text: String) -> String {
         // ASCII text (nearly every message): its letters are A-Z and a-z, lowercased byte by byte, which is what the
         // general path keeps, without a character-set lookup per character (that was ~14% of the CPU of a text queue
         // whose lines have recipients).
-        var ascii: [UInt8] = []
-        ascii.reserveCapacity(text.utf8.count)
+        var letters: [UInt8] = []
+        letters.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
-            guard byte < 0x80 else { return fingerprint(letters: text) }
+            guard byte < 0x80 else { return fingerprint(unicode: text) }
             if byte >= 0x41 && byte <= 0x5A {
-                ascii.append(byte | 0x20)
+                letters.append(byte | 0x20)
             } else if byte >= 0x61 && byte <= 0x7A {
-                ascii.append(byte)
+                letters.append(byte)
             }
         }
-        return ContentHash.sha256(Data(ascii)).prefix(24).description
+        return ContentHash.sha256Prefix(letters, bytes: 12)
     }
 
-    private static func fingerprint(letters text: String) -> String {
-        let letters = text.lowercased().unicodeScalars.filter { CharacterSet.letters.contains($0) }
-        return ContentHash.sha256(Data(String(String.UnicodeScalarView(letters)).utf8)).prefix(24).description
+    private static func fingerprint(unicode text: String) -> String {
+        // Lowercasing can make ASCII of what was not ("İ" is "i" and a combining dot): the letters are picked after it.
+        // An ASCII scalar is a letter when it is a-z (nothing lowercased is A-Z); others are looked up.
+        var letters = String.UnicodeScalarView()
+        for scalar in text.lowercased().unicodeScalars {
+            if scalar.isASCII ? (scalar.value >= 0x61 && scalar.value <= 0x7A) : CharacterSet.letters.contains(scalar) {
+                letters.append(scalar)
+            }
+        }
+        return ContentHash.sha256Prefix(Array(String(letters).utf8), bytes: 12)
+    }
+}
+
+/// The spam signals over ASCII bytes (nil when the text is not ASCII): what `MessageSignals` defines over characters.
+private enum ASCIISignals {
+    static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) }
+    static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
+    static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { !bytes.contains { $0 >= 0x80 } }
+
+    static func longestRun(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var longest = 0
+        var current = 0
+        var previous: UInt8 = 0x80 // never an ASCII byte
+        for byte in bytes {
+            guard byte < 0x80 else { return nil }
+            if isWhitespace(byte) { continue }
+            current = byte == previous ? current + 1 : 1
+            previous = byte
+            if current > longest { longest = current }
+        }
+        return longest
+    }
+
+    static func mentions(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard isASCII(bytes) else { return nil }
+        var count = 0
+        var start = 0
+        for end in 0...bytes.count where end == bytes.count || isWhitespace(bytes[end]) {
+            if end - start > 1, bytes[start] == UInt8(ascii: "@") { count += 1 }
+            start = end + 1
+        }
+        return count
+    }
+
+    static func isLinkSeparator(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "["), UInt8(ascii: "]"),
+             UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: "\""), UInt8(ascii: "'"): true
+        default: isWhitespace(byte)
+        }
+    }
+
+    static func links(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
+        guard isASCII(bytes) else { return nil }
+        var hosts: [String] = []
+        var start = 0
+        for end in 0...bytes.count where end == bytes.count || isLinkSeparator(bytes[end]) {
+            if end > start, let host = host(UnsafeBufferPointer(rebasing: bytes[start..<end])) { hosts.append(host) }
+            start = end + 1
+        }
+        return hosts
+    }
+
+    /// The lower-cased host a word links to, if it is a link.
+    private static func host(_ word: UnsafeBufferPointer<UInt8>) -> String? {
+        guard word.contains(UInt8(ascii: ".")) else { return nil }
+        let lower = word.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        var from = 0
+        if let scheme = firstScheme(lower) {
+            guard lower[..<scheme].allSatisfy(isLetter) else { return nil }
+            from = scheme + 3
+        } else if !(lower.starts(with: Array("www.".utf8)) || lower.contains(UInt8(ascii: "/"))) {
+            return nil
+        }
+        var to = from
+        while to < lower.count, !"/?#:".utf8.contains(lower[to]) { to += 1 }
+        let trimmed: Set<UInt8> = [UInt8(ascii: "."), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "!")]
+        while from < to, trimmed.contains(lower[from]) { from += 1 }
+        while to > from, trimmed.contains(lower[to - 1]) { to -= 1 }
+        let host = lower[from..<to]
+        let labels = host.split(separator: UInt8(ascii: "."))
+        guard labels.count >= 2, let tld = labels.last, tld.count >= 2, tld.allSatisfy(isLetter),
+              host.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }) else { return nil }
+        return String(decoding: host, as: UTF8.self)
+    }
+
+    /// Where the first "://" starts.
+    private static func firstScheme(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 3 else { return nil }
+        for index in 0...(bytes.count - 3) where bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/")
+            && bytes[index + 2] == UInt8(ascii: "/") { return index }
+        return nil
     }
 }
