@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SluiceCore
 import SluicePipeline
 import SluiceStore
@@ -53,6 +54,32 @@ import Testing
         let state = try await first.conversationState(sender: "ann", recipient: "bob", facts: false,
                                                       counted: [CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)], distinct: [])
         #expect(state.totals.values.first == 24, "every message counted once in the store")
+    }
+
+    /// The judging does not wait for the store's writer (a text queue's writer is committing the batch before): with
+    /// another connection holding the store's write lock, a daemon whose counts are due to be written after every
+    /// message judges on, and once the lock is free every message is counted once.
+    @Test func theJudgingGoesOnWhileTheStoresWriterIsBusy() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
+        let store = try SQLiteStore(path: path)
+        try await Self.everyoneMayMessage(store, ["ann", "bob"])
+        var timing = ConversationLedger.Timing()
+        timing.flushSize = 1
+        let rules = Self.rules(store, timing: timing)
+        // Another process's connection in a write transaction, left open across accesses.
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        for index in 0..<5 {
+            let verdict = try await rules.judge(Self.message("w\(index)", at: index), now: Self.minute.addingTimeInterval(Double(index)))
+            #expect(verdict.outcome == .none)
+        }
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        try await rules.ledger.flush()
+        let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: false,
+                                                      counted: [CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)], distinct: [])
+        #expect(state.totals.values.first == 5, "every message counted once")
     }
 
     @Test func aRestartedDaemonGoesOnCountingDistinctRecipients() async throws {
