@@ -343,13 +343,10 @@ public struct TextQueueIngestor: Sendable {
 
         mutating func flush() async throws {
             guard !batch.isEmpty else { return }
-            // The rules' counts first: a crash before the verdicts are recorded replays the lines, and a message
-            // request is keyed by its item, so it is counted once.
-            try await ingestor.pipeline.settle()
             let judged = batch
             batch.removeAll(keepingCapacity: true)
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
-            let (store, leases, unit) = (ingestor.store, leases, unit)
+            let (store, leases, unit, pipeline) = (ingestor.store, leases, unit, ingestor.pipeline)
             // Made ready (items stamped in file order, rows encoded by the store) while the writer is busy with the
             // batch before: only the write itself waits for the writer.
             let previousPreparation = lastPreparation
@@ -365,6 +362,10 @@ public struct TextQueueIngestor: Sendable {
             writes.append(Task(priority: .high) {
                 // In file order; the claim is made in the batch's own transaction, so it holds when the batch commits.
                 if let previous { _ = try await previous.value }
+                // The rules' counts first (a crash before the verdicts are recorded replays the lines, and a message
+                // request is keyed by its item, so it is counted once). Written here, when the batch before has
+                // committed, the judging does not wait for them (it waited for the writer at every batch).
+                try await pipeline.settle()
                 let prepared = await preparation.value
                 let written: Int
                 if let leases {

@@ -72,9 +72,9 @@ public actor ConversationLedger {
     private var lastChange: Int64?
     private var lastSync: ContinuousClock.Instant?
     private var lastFlush: ContinuousClock.Instant
-    /// The write started by `countMessage` without waiting for it, while it is under way.
-    private var writing: Task<Void, Never>?
-    /// The last write started that way failed.
+    /// The write under way, if one is (started by `countMessage` without waiting for it, or by `flush`).
+    private var writing: Task<StoreError?, Never>?
+    /// The last write failed.
     private var writeFailed = false
     private var latest = 0
 
@@ -183,19 +183,18 @@ public actor ConversationLedger {
     /// Writes what was counted since the last write in one store transaction and takes the store's totals, after the
     /// write under way (if one is). On failure nothing is lost: the counts stay to be written with the next flush.
     public func flush(now: Date = Date()) async throws(StoreError) {
-        while let writing { await writing.value }
+        while let writing { _ = await writing.value }
         lastFlush = clock.now
         pendingMessages = 0
         guard !pending.isEmpty else { return }
         let written = pending
         pending = MessageTally()
-        try await write(written, now: now)
-        writeFailed = false
+        if let error = await begin(written, now: now).value { throw error }
     }
 
     /// Starts writing what was counted without waiting for it: the judging goes on while the store's writer is busy
-    /// (a text queue's writer commits the batch before meanwhile; waiting for it stalled the judging by ~28%). One
-    /// write at a time: while one is under way, the counts gather for the next.
+    /// (a text queue's writer commits the batch before meanwhile; waiting for it stalled the judging by ~28%). While a
+    /// write is under way, the counts gather for the next.
     private func startWrite(now: Date) {
         guard writing == nil else { return }
         lastFlush = clock.now
@@ -203,15 +202,25 @@ public actor ConversationLedger {
         guard !pending.isEmpty else { return }
         let written = pending
         pending = MessageTally()
-        writing = Task {
-            do {
+        _ = begin(written, now: now)
+    }
+
+    /// The write of `written` as the one under way (there is never more than one, so the totals each brings back
+    /// are over every count written before); its error, if it failed.
+    private func begin(_ written: MessageTally, now: Date) -> Task<StoreError?, Never> {
+        let task = Task { () -> StoreError? in
+            defer { self.writing = nil }
+            do throws(StoreError) {
                 try await self.write(written, now: now)
                 self.writeFailed = false
+                return nil
             } catch {
                 self.writeFailed = true
+                return error
             }
-            self.writing = nil
         }
+        writing = task
+        return task
     }
 
     /// One write of `written`; the store's totals (every daemon's counts) replace this daemon's, under what was counted
