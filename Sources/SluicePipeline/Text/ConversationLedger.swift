@@ -102,7 +102,9 @@ public actor ConversationLedger {
         for counter in counters {
             let slot = CounterSlot(counter, at: now)
             let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
-            var recent = windows[kind] ?? RecentWindow(start: slot.windowStart)
+            // Taken out of the table while it changes, so its set of keys is not copied for every key added (a copy per
+            // new key made a window of n distinct texts cost n² copies).
+            var recent = windows.removeValue(forKey: kind) ?? RecentWindow(start: slot.windowStart)
             if slot.windowStart > recent.start {
                 // The first message of a new window: read the busy counters' new windows along with this one.
                 for key in recent.keys.prefix(timing.maxPrefetch) where key != slot.key {
@@ -247,7 +249,8 @@ public actor ConversationLedger {
     private func add(_ counter: CounterIncrement, now: Date) -> Int {
         let key = CounterSlot(counter, at: now)
         latest = max(latest, key.windowStart)
-        var slot = slots[key] ?? Slot(total: 0, members: counter.member == nil ? nil : [], end: key.windowStart + counter.windowSeconds)
+        // Taken out of the table while it changes, so its members are not copied for every member added.
+        var slot = slots.removeValue(forKey: key) ?? Slot(total: 0, members: counter.member == nil ? nil : [], end: key.windowStart + counter.windowSeconds)
         if let member = counter.member {
             if slot.members?.insert(member).inserted ?? false {
                 slot.total += 1
