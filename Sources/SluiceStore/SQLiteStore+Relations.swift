@@ -104,7 +104,7 @@ extension SQLiteStore {
     }
 
     public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
-                                  distinct: [CounterSlot]) async throws(StoreError) -> ConversationState {
+                                  distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState {
         try await read("read the conversation of \(sender) and \(recipient)") { db in
             var state = ConversationState(facts: facts ? try Self.facts(db, sender: sender, recipient: recipient) : nil)
             let total = try db.cachedStatement(sql: "SELECT count FROM spamCounter WHERE key = ? AND windowStart = ?")
@@ -114,6 +114,15 @@ extension SQLiteStore {
             let members = try db.cachedStatement(sql: "SELECT member FROM spamDistinct WHERE key = ? AND windowStart = ?")
             for slot in distinct {
                 state.members[slot] = Set(try String.fetchAll(members, arguments: [slot.key, slot.windowStart]))
+            }
+            // A family's keys are one range of the primary key (text compares byte by byte here).
+            let family = try db.cachedStatement(sql: "SELECT key, member FROM spamDistinct WHERE key >= ? AND key < ? AND windowStart = ?")
+            for slot in families {
+                let range = slot.familyKeyRange
+                let rows = try Row.fetchCursor(family, arguments: [range.from, range.upTo, slot.windowStart])
+                while let row = try rows.next() {
+                    state.members[CounterSlot(key: row[0], windowStart: slot.windowStart), default: []].insert(row[1])
+                }
             }
             return state
         }

@@ -82,6 +82,33 @@ import Testing
         #expect(state.totals.values.first == 5, "every message counted once")
     }
 
+    /// A sender's texts are counted under one key each, read from the store as one family per window: a daemon that
+    /// has read the family counts a new text without a read, and learns what another daemon counted in it with its
+    /// next write; a daemon that starts reads the family and goes on from every text's count.
+    @Test func aSendersDistinctTextsAreReadAsOneFamily() async throws {
+        let (first, second) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(first, ["ann"] + (0..<12).map { "r\($0)" })
+        let one = Self.rules(first), two = Self.rules(second)
+        // Daemon one reads ann's family with her first text, then daemon two sends "win a free phone" to five people.
+        // (A message's text ends with its id, whose digits the fingerprint leaves out: "m0" to "m7" are one text.)
+        #expect(try await one.judge(Self.message("x0", to: "r0", "see you later", at: 0), now: Self.minute).outcome == .none)
+        for index in 0..<5 {
+            #expect(try await two.judge(Self.message("m\(index)", to: "r\(index)", "win a free phone", at: index), now: Self.minute).outcome == .none)
+        }
+        try await two.ledger.flush()
+        // Daemon one's first message of that text is judged on its own count (it read the family before the text was
+        // counted); its write brings back daemon two's five, so the next one is the seventh recipient: a duplicate.
+        #expect(try await one.judge(Self.message("m5", to: "r5", "win a free phone", at: 6), now: Self.minute).outcome == .none)
+        try await one.ledger.flush()
+        let seventh = try await one.judge(Self.message("m6", to: "r6", "win a free phone", at: 7), now: Self.minute)
+        #expect(seventh.reason?.hasPrefix("spam.duplicates: the same text to 7 recipients") == true, "\(seventh)")
+        try await one.ledger.flush()
+        // A daemon that starts now reads the family with its first message: the eighth recipient.
+        let three = Self.rules(first)
+        let eighth = try await three.judge(Self.message("m7", to: "r7", "win a free phone", at: 8), now: Self.minute)
+        #expect(eighth.reason?.hasPrefix("spam.duplicates: the same text to 8 recipients") == true, "\(eighth)")
+    }
+
     @Test func aRestartedDaemonGoesOnCountingDistinctRecipients() async throws {
         let (store, _) = try Self.sharedStores()
         try await Self.everyoneMayMessage(store, ["ann"] + (0..<8).map { "r\($0)" })

@@ -266,6 +266,28 @@ import Testing
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
     }
 
+    /// A counter family (a sender's duplicate texts, one key per text) is read in one go: every key `{family}:…` of
+    /// that window with its members, and nothing of another window, another family, or a family whose name only
+    /// starts the same way.
+    @Test(arguments: StoreBackend.available)
+    func aCounterFamilyIsReadInOneGo(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let window = 1_800_000_000
+        func slot(_ key: String, _ start: Int = window) -> CounterSlot { CounterSlot(key: key, windowStart: start) }
+        let members: [CounterSlot: Set<String>] = [
+            slot("spam.duplicates:ann:aaa"): ["bob", "cy"], slot("spam.duplicates:ann:bbb"): ["dee"],
+            slot("spam.duplicates:ann:aaa", window + 3600): ["eve"], slot("spam.duplicates:anna:ccc"): ["bob"],
+            slot("spam.duplicates:an:ddd"): ["bob"], slot("spam.duplicates:ann"): ["zed"],
+        ]
+        _ = try await store.recordMessageTally(MessageTally(members: members), now: Date(timeIntervalSince1970: Double(window)))
+        let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [], distinct: [],
+                                                      families: [slot("spam.duplicates:ann")])
+        #expect(state.members == [slot("spam.duplicates:ann:aaa"): ["bob", "cy"], slot("spam.duplicates:ann:bbb"): ["dee"]])
+        let none = try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [], distinct: [],
+                                                     families: [slot("spam.duplicates:ann", window + 60)])
+        #expect(none.members.isEmpty)
+    }
+
     /// Counts written with a message dated far ahead of this host's clock (an app's `sentAt`) never sweep away the
     /// windows being counted now: the stores sweep ended windows now and then (1 write in 64), and a sweep by such a
     /// date took every current counter with it, so the next count started from zero. 400 writes: without the guard

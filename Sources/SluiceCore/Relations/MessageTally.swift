@@ -22,6 +22,15 @@ public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(key)@\(windowStart)" }
+
+    /// For a slot whose key is a counter family: the range of keys of its members (`{family}:` up to `{family};`,
+    /// compared byte by byte), which a store reads in key order.
+    public var familyKeyRange: (from: String, upTo: String) { (key + ":", key + ";") }
+
+    /// Whether `slot` is a window of a key of this family.
+    public func holds(_ slot: CounterSlot) -> Bool {
+        slot.windowStart == windowStart && slot.key.utf8.starts(with: (key + ":").utf8)
+    }
 }
 
 /// What the conversation rules counted since they last wrote to the store: message requests (keyed by item id,
@@ -94,7 +103,8 @@ public struct ConversationState: Sendable, Equatable {
     public var facts: RelationFacts?
     /// Totals of counted windows (absent: nothing counted yet).
     public var totals: [CounterSlot: Int]
-    /// Members of distinct windows.
+    /// Members of distinct windows (those asked for by key, empty when none, and every window of the families asked
+    /// for that has members).
     public var members: [CounterSlot: Set<String>]
 
     public init(facts: RelationFacts?, totals: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:]) {

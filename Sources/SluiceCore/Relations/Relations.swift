@@ -155,13 +155,20 @@ public struct CounterIncrement: Sendable, Equatable {
     public var windowSeconds: Int
     public var member: String?
     public var maxSenderAge: Double?
+    /// For a counter of distinct members whose keys are many (one per text): the family its key belongs to, the
+    /// part of the key before its last `:` (`spam.duplicates:{sender}` of `spam.duplicates:{sender}:{fingerprint}`).
+    /// A family's window is read from the store at once, so a key new to a reader that has read its family starts
+    /// from nothing without a read of its own.
+    public var family: String?
 
-    public init(key: String, amount: Int = 1, windowSeconds: Int, member: String? = nil, maxSenderAge: Double? = nil) {
+    public init(key: String, amount: Int = 1, windowSeconds: Int, member: String? = nil, maxSenderAge: Double? = nil,
+                family: String? = nil) {
         self.key = key
         self.amount = amount
         self.windowSeconds = windowSeconds
         self.member = member
         self.maxSenderAge = maxSenderAge
+        self.family = family
     }
 }
 

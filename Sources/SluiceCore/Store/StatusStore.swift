@@ -191,10 +191,11 @@ public protocol StatusStore: Sendable {
     /// Writes what the conversation rules counted (message requests, counter amounts, distinct members) in one
     /// transaction and returns each touched slot's total after it, as every writer sees it (several daemons agree).
     func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int]
-    /// In one read: the relations of a sender and a recipient (when `facts`), the totals of `counted` windows and the
-    /// members of `distinct` windows.
+    /// In one read: the relations of a sender and a recipient (when `facts`), the totals of `counted` windows, the
+    /// members of `distinct` windows, and the members of every distinct window of each of `families` (a slot whose
+    /// key is a family: every key `{family}:…` in that window; `CounterIncrement.family`).
     func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
-                           distinct: [CounterSlot]) async throws(StoreError) -> ConversationState
+                           distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState
     /// Users whose relations changed after `seq` (nil: none, only where the history stands now), so a reader that
     /// keeps relations in memory knows what to read again.
     func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed
@@ -520,5 +521,13 @@ extension Array {
     /// Consecutive slices of at most `size` elements: how stores bound the parameters of one statement.
     public func chunked(_ size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}
+
+extension StatusStore {
+    /// `conversationState` without families.
+    public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
+                                  distinct: [CounterSlot]) async throws(StoreError) -> ConversationState {
+        try await conversationState(sender: sender, recipient: recipient, facts: facts, counted: counted, distinct: distinct, families: [])
     }
 }

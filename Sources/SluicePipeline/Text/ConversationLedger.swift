@@ -49,6 +49,8 @@ public actor ConversationLedger {
     struct RecentWindow {
         var start: Int
         var keys: Set<String> = []
+        /// Counter families counted in the window (read along as families when the next window begins).
+        var families: Set<String> = []
     }
 
     struct Slot {
@@ -67,6 +69,9 @@ public actor ConversationLedger {
     private var slots: [CounterSlot: Slot] = [:]
     /// The newest window of each kind and the keys counted in it, to read the next window of the busy ones at once.
     private var windows: [WindowKind: RecentWindow] = [:]
+    /// Counter families whose window was read from the store (`CounterIncrement.family`), with the window's end: every
+    /// key of theirs the store had then is in `slots`.
+    private var loadedFamilies: [CounterSlot: Int] = [:]
     private var pending = MessageTally()
     private var pendingMessages = 0
     private var lastChange: Int64?
@@ -99,9 +104,13 @@ public actor ConversationLedger {
         // read along (a new minute is read once for every busy sender, not once per sender).
         var counted: [CounterSlot] = []
         var distinct: [CounterSlot] = []
+        // Families of keys (a sender's texts) read at once, with the end of their window; keys of theirs held for the read.
+        var families: [CounterSlot: Int] = [:]
+        var familyKeys: [CounterSlot] = []
         for counter in counters {
             let slot = CounterSlot(counter, at: now)
             let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
+            let family = kind.distinct ? counter.family.map { CounterSlot(key: $0, windowStart: slot.windowStart) } : nil
             // Taken out of the table while it changes, so its set of keys is not copied for every key added (a copy per
             // new key made a window of n distinct texts cost n² copies).
             var recent = windows.removeValue(forKey: kind) ?? RecentWindow(start: slot.windowStart)
@@ -113,23 +122,42 @@ public actor ConversationLedger {
                     if kind.distinct { distinct.append(sibling) } else { counted.append(sibling) }
                     slots[sibling] = Slot(total: 0, members: kind.distinct ? [] : nil, end: sibling.windowStart + kind.seconds)
                 }
+                for key in recent.families.prefix(timing.maxPrefetch) {
+                    let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
+                    if loadedFamilies[sibling] == nil { families[sibling] = slot.windowStart + kind.seconds }
+                }
                 recent = RecentWindow(start: slot.windowStart)
             }
-            if slot.windowStart == recent.start { recent.keys.insert(slot.key) }
+            // A family's keys are read with their family, not one by one.
+            if slot.windowStart == recent.start {
+                if let family { recent.families.insert(family.key) } else { recent.keys.insert(slot.key) }
+            }
             windows[kind] = recent
             guard slots[slot] == nil else { continue }
-            if kind.distinct { distinct.append(slot) } else { counted.append(slot) }
             slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds)
+            if let family {
+                // Once its family is read, a key new here is new to the store as of that read: it starts from nothing
+                // (what other daemons count in it after that comes back with this daemon's next write).
+                familyKeys.append(slot)
+                if loadedFamilies[family] == nil { families[family] = slot.windowStart + kind.seconds }
+            } else if kind.distinct {
+                distinct.append(slot)
+            } else {
+                counted.append(slot)
+            }
         }
         var facts: RelationFacts
-        if let cached, counted.isEmpty, distinct.isEmpty {
+        if let cached, counted.isEmpty, distinct.isEmpty, families.isEmpty {
             facts = cached
         } else {
             let state: ConversationState
             do {
-                state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted, distinct: distinct)
+                state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted,
+                                                          distinct: distinct, families: Array(families.keys))
             } catch {
-                for slot in counted + distinct where slots[slot]?.total == 0 && slots[slot]?.members?.isEmpty ?? true { slots[slot] = nil }
+                for slot in counted + distinct + familyKeys where slots[slot]?.total == 0 && slots[slot]?.members?.isEmpty ?? true {
+                    slots[slot] = nil
+                }
                 throw error
             }
             // The windows read start from the store's count, under what was counted here while it was read.
@@ -137,10 +165,19 @@ public actor ConversationLedger {
                 slots[slot]?.total += state.totals[slot] ?? 0
             }
             for slot in distinct {
-                guard var known = slots[slot] else { continue }
+                guard var known = slots.removeValue(forKey: slot) else { continue }
                 known.members = (known.members ?? []).union(state.members[slot] ?? [])
                 known.total = known.members?.count ?? 0
                 slots[slot] = known
+            }
+            for (family, end) in families {
+                for (slot, members) in state.members where family.holds(slot) {
+                    var known = slots.removeValue(forKey: slot) ?? Slot(total: 0, members: [], end: end)
+                    known.members = (known.members ?? []).union(members)
+                    known.total = known.members?.count ?? 0
+                    slots[slot] = known
+                }
+                loadedFamilies[family] = end
             }
             if let cached {
                 facts = cached
@@ -287,8 +324,11 @@ public actor ConversationLedger {
         guard slots.count > timing.maxSlots else { return }
         let waiting = pending.slots
         slots = slots.filter { $0.value.end > latest || waiting.contains($0.key) }
+        loadedFamilies = loadedFamilies.filter { $0.value > latest }
         if slots.count > timing.maxSlots {
             slots = slots.filter { waiting.contains($0.key) }
+            // Their keys are no longer all held: a family is read again.
+            loadedFamilies.removeAll()
         }
     }
 }

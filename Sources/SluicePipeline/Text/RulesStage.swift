@@ -60,8 +60,9 @@ public struct ConversationRules: Sendable {
             flood = counters.count
             counters.append(CounterIncrement(key: "spam.flood:\(sender)", windowSeconds: 60))
             duplicates = counters.count
+            // One key per text: the sender's keys are read as one family.
             counters.append(CounterIncrement(key: "spam.duplicates:\(sender):\(MessageSignals.fingerprint(text))", windowSeconds: spam.duplicates.windowSeconds,
-                                             member: recipient))
+                                             member: recipient, family: "spam.duplicates:\(sender)"))
             let firstHours = spam.newAccount.firstHours * 3600
             newMessages = counters.count
             counters.append(CounterIncrement(key: "spam.newAccount.messages:\(sender)", windowSeconds: 30 * 86_400, maxSenderAge: firstHours))

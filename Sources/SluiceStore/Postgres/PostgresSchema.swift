@@ -26,6 +26,10 @@ enum PostgresSchema {
                 "ALTER TABLE reprocessItem ADD COLUMN batch BIGINT NOT NULL DEFAULT 0",
                 "CREATE INDEX reprocessItemBatch ON reprocessItem (runKey, batch)",
             ]),
+            // The conversation rules read every distinct window of a counter family (a sender's duplicate texts) at once.
+            Migration(version: 4, name: "distinct-counter-families", statements: [
+                #"CREATE INDEX spamDistinctFamily ON spamDistinct (windowStart, key COLLATE "C")"#,
+            ]),
         ]
     }
 

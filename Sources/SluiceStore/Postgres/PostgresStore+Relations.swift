@@ -198,7 +198,7 @@ extension PostgresStore {
     /// One read-only `REPEATABLE READ` transaction: the facts, totals and members come from one snapshot, as
     /// SQLite's single read does.
     public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
-                                  distinct: [CounterSlot]) async throws(StoreError) -> ConversationState {
+                                  distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState {
         let logger = logger
         let countedKeys = counted.map(\.key), countedStarts = counted.map(\.windowStart)
         let distinctKeys = distinct.map(\.key), distinctStarts = distinct.map(\.windowStart)
@@ -228,6 +228,18 @@ extension PostgresStore {
                 for row in members {
                     let (key, windowStart, member) = try row.decode((String, Int, String).self)
                     state.members[CounterSlot(key: key, windowStart: windowStart), default: []].insert(member)
+                }
+            }
+            for slot in families {
+                // Compared byte by byte (COLLATE "C", as the index spamDistinctFamily is), whatever the database's collation.
+                let (from, upTo) = slot.familyKeyRange
+                let members = try await connection.rows("""
+                    SELECT key, member FROM spamDistinct
+                    WHERE windowStart = \(slot.windowStart) AND key COLLATE "C" >= \(from) AND key COLLATE "C" < \(upTo)
+                    """, logger: logger)
+                for row in members {
+                    let (key, member) = try row.decode((String, String).self)
+                    state.members[CounterSlot(key: key, windowStart: slot.windowStart), default: []].insert(member)
                 }
             }
             return state
