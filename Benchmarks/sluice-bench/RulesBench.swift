@@ -9,6 +9,7 @@ import SluiceTesting
 ///   messages, full-text search; the rules stage does not apply);
 /// - with recipients: a `recipientId` too (the rules stage: relations read, a message request or not, the spam
 ///   counters).
+/// Every text is distinct (a word spelt from the line's number), as in a real chat.
 /// Target: the rules stage costs at most 15% of the path's throughput (with recipients against in conversations;
 /// both lines carry the same conversation ids, so the thread indexing they share is not counted as the stage's).
 enum RulesBench {
@@ -47,7 +48,10 @@ enum RulesBench {
                 case .conversations: #", "conversationId": "c\#(sender / 4)""#
                 case .recipients: #", "recipientId": "u\#(recipient)", "conversationId": "c\#(sender / 4)""#
                 }
-                lines += #"{"id": "m\#(index)", "userId": "u\#(sender)"\#(target), "text": "\#(samples[index % samples.count]) #\#(index)", "sentAt": "\#(sentAt)"}"# + "\n"
+                // Every text differs from every other in its letters, as in a real chat (the duplicates counter keeps one key
+                // per text): the line's number spelt in letters.
+                let tag = String(String.UnicodeScalarView((0..<4).compactMap { Unicode.Scalar(UInt8(97 + index / Int(pow(26, Double($0))) % 26)) }))
+                lines += #"{"id": "m\#(index)", "userId": "u\#(sender)"\#(target), "text": "\#(samples[index % samples.count]) #\#(index) \#(tag)", "sentAt": "\#(sentAt)"}"# + "\n"
             }
             try Data(lines.utf8).write(to: root.appendingPathComponent("queues/text/bench.jsonl"))
             let config = root.appendingPathComponent("pipeline.json")
