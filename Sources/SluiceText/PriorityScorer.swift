@@ -86,13 +86,16 @@ public struct PriorityScorer: Sendable {
     }
 
     struct Roles: OptionSet, Sendable {
-        let rawValue: UInt8
+        let rawValue: UInt16
         static let deadline = Roles(rawValue: 1)
         static let duration = Roles(rawValue: 2)
         static let timeWord = Roles(rawValue: 4)
         static let unit = Roles(rawValue: 8)
         static let weekday = Roles(rawValue: 16)
         static let negator = Roles(rawValue: 32)
+        static let otherDay = Roles(rawValue: 64)
+        static let sentTimeDeadline = Roles(rawValue: 128)
+        static let now = Roles(rawValue: 256)
     }
 
     public init(indicators: [Indicator]) {
@@ -104,7 +107,9 @@ public struct PriorityScorer: Sendable {
             }
         }
         let roles: [(Set<String>, Roles)] = [(Self.deadlineWords, .deadline), (Self.durationWords, .duration), (Self.timeWords, .timeWord),
-                                             (Self.units, .unit), (Self.weekdays, .weekday), (Self.negators, .negator)]
+                                             (Self.units, .unit), (Self.weekdays, .weekday), (Self.negators, .negator),
+                                             (Self.otherDayWords, .otherDay), (Self.sentTimeDeadlineWords, .sentTimeDeadline),
+                                             (Self.nowWords, .now)]
         for (words, role) in roles {
             for word in words { lexicon[word, default: Entry()].roles.insert(role) }
         }
@@ -227,12 +232,17 @@ public struct PriorityScorer: Sendable {
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
         // Only a word starting with a number (a clock time) or "quarter" / "half" (one said in words) can say the time.
         let mayTellTime = words.contains { word in !Self.leadingNumbers(word).isEmpty || word == "quarter" || word == "half" }
-        let statedNow = mayTellTime ? Self.clockNow(words) : nil
-        if let sentAt, statedNow == nil, !Self.namesAnotherDay(words) {
+        let statedNow = mayTellTime ? Self.clockNow(words, nowWordAt: { has($0, .now) }) : nil
+        // Only a word after "by", "at", … can be such a deadline: a message without one is not looked at further.
+        // A message about another day ("tomorrow at 5"): a word of `otherDayWords` or `weekdays` (the lexicon's roles),
+        // or an ordinal ("the 3rd").
+        let mayHaveSentTimeDeadline = words.indices.dropFirst().contains { has($0 - 1, .sentTimeDeadline) }
+        if let sentAt, statedNow == nil, mayHaveSentTimeDeadline,
+           !(signals.namesDay || words.indices.contains { has($0, .otherDay) } || words.contains(where: Self.isOrdinal)) {
             // "by 5pm" sent at 16:50: due 10 minutes after it was sent. Only what reads as a time of day ("5pm",
             // "17:00", "noon", "half past five", a bare "5" ending the message or before "today", "pls", …), not
             // negated ("we don't need it by 5pm"), and not in a message about another day ("tomorrow at 5").
-            for index in words.indices.dropFirst() where Self.sentTimeDeadlineWords.contains(words[index - 1]) {
+            for index in words.indices.dropFirst() where has(index - 1, .sentTimeDeadline) {
                 guard !(max(0, index - 4)..<(index - 1)).contains(where: { has($0, .negator) }) else { continue }
                 let spoken = Self.spokenClock(words, at: index, now: sentAt % 720)
                 let ahead: Int
@@ -498,13 +508,14 @@ public struct PriorityScorer: Sendable {
 
     /// The time now when the message says it ("it's 2:40", "its 5:50", "2:40 now", "it's quarter to four"), as
     /// minutes past 12.
-    static func clockNow(_ words: [String]) -> Int? {
+    /// `nowWordAt`: whether the word at an index is one of `nowWords`.
+    static func clockNow(_ words: [String], nowWordAt: (Int) -> Bool) -> Int? {
         for index in words.indices where isClockTime(words[index]) && words[index].count >= 3 {
-            let before = index > 0 && nowWords.contains(words[index - 1])
+            let before = index > 0 && nowWordAt(index - 1)
             let after = index + 1 < words.count && words[index + 1] == "now"
             if before || after { return clockMinutes(words[index]) }
         }
-        for index in words.indices.dropFirst() where nowWords.contains(words[index - 1]) {
+        for index in words.indices.dropFirst() where nowWordAt(index - 1) {
             if let spoken = spokenClock(words, at: index, now: nil) { return spoken.minutes }
         }
         return nil
@@ -565,11 +576,6 @@ public struct PriorityScorer: Sendable {
                                              "jan", "january", "feb", "february", "mar", "march", "apr", "april", "jun", "june",
                                              "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october", "nov",
                                              "november", "dec", "december"]
-
-    /// Whether the message names a day other than today: a weekday, "tomorrow", a month, a date ("the 3rd").
-    static func namesAnotherDay(_ words: [String]) -> Bool {
-        words.contains { otherDayWords.contains($0) || weekdays.contains($0) || isOrdinal($0) }
-    }
 
     /// Minutes from `sentAt` (minutes since midnight) until the time of day `words[index]` next comes, or nil when it
     /// is not one. A time of day is "5pm", "noon", "17h", a time written with a colon in `text` ("17:00", "4:30"; the
