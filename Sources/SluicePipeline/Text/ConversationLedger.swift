@@ -165,17 +165,11 @@ public actor ConversationLedger {
                 slots[slot]?.total += state.totals[slot] ?? 0
             }
             for slot in distinct {
-                guard var known = slots.removeValue(forKey: slot) else { continue }
-                known.members = (known.members ?? []).union(state.members[slot] ?? [])
-                known.total = known.members?.count ?? 0
-                slots[slot] = known
+                absorb(state.members[slot] ?? [], into: slot)
             }
             for (family, end) in families {
                 for (slot, members) in state.members where family.holds(slot) {
-                    var known = slots.removeValue(forKey: slot) ?? Slot(total: 0, members: [], end: end)
-                    known.members = (known.members ?? []).union(members)
-                    known.total = known.members?.count ?? 0
-                    slots[slot] = known
+                    absorb(members, into: slot, endingAt: end)
                 }
                 loadedFamilies[family] = end
             }
@@ -280,6 +274,15 @@ public actor ConversationLedger {
             slots[slot]?.total = total + since
         }
         forgetEndedWindows()
+    }
+
+    /// Members the store has in a distinct window, joined to what this daemon counted in it; a window not held is
+    /// added (ending at `end`) when `end` is given, and left out otherwise.
+    private func absorb(_ members: Set<String>, into slot: CounterSlot, endingAt end: Int? = nil) {
+        guard var known = slots.removeValue(forKey: slot) ?? end.map({ Slot(total: 0, members: [], end: $0) }) else { return }
+        known.members = (known.members ?? []).union(members)
+        known.total = known.members?.count ?? 0
+        slots[slot] = known
     }
 
     /// Adds one counter's part of a message to its window and returns the window's total.
