@@ -94,11 +94,13 @@ extension SQLiteStore {
         func text(_ value: String?) -> DatabaseValue { value?.databaseValue ?? .null }
         let id = item.id.rawValue.databaseValue
         let updatedAt = StorageDate.string(item.updatedAt).databaseValue
+        // A new item is made and judged at one instant: its two dates share one string.
+        let createdAt = item.createdAt == item.updatedAt ? updatedAt : StorageDate.string(item.createdAt).databaseValue
         let status = item.status.rawValue.databaseValue
         let reason = text(item.reason)
         let values: [DatabaseValue] = [
             id, item.kind.rawValue.databaseValue, item.userId.databaseValue, status, reason, text(item.contentHash),
-            item.attempts.databaseValue, StorageDate.string(item.createdAt).databaseValue, updatedAt,
+            item.attempts.databaseValue, createdAt, updatedAt,
             text(content?.text), text(content?.context), text(content?.kind), text(content?.source), text(item.textVerdict?.canonicalJSON),
             text(item.priority?.canonicalJSON), text(content?.recipientId), text(content?.conversationId),
             text(content?.sentAt.map(StorageDate.string)), text(content?.members.flatMap(ItemRow.json)),
@@ -179,7 +181,9 @@ extension SQLiteStore {
             let before = previous[id]
             if skippingUnchanged, let before, before.hash == (items[index].contentHash ?? "") { continue }
             written += 1
-            let createdAt = before?.createdAt ?? StorageDate.string(items[index].createdAt).databaseValue
+            // A new row's date is the one its encoding already holds (made beside the writer, not on its thread).
+            let createdAt = before?.createdAt ?? batch.rows[index]?.values[EncodedTextRow.createdAtColumn]
+                ?? StorageDate.string(items[index].createdAt).databaseValue
             let attempts = before.map { $0.attempts + 1 } ?? items[index].attempts
             // A row written again in the same batch counts its own earlier write as the previous one.
             previous[id] = (createdAt, attempts, items[index].status.rawValue, items[index].contentHash)
@@ -310,27 +314,30 @@ enum StorageDate {
         let month = Int(mp < 10 ? mp + 3 : mp - 9)
         let year = Int(yoe + era * 400 + (month <= 2 ? 1 : 0))
         guard (0...9999).contains(year) else { return String.fromDatabaseValue(date.databaseValue) ?? "" }
-        var bytes = [UInt8](repeating: 0, count: 23)
-        func put(_ value: Int, _ at: Int, _ width: Int) {
-            var value = value
-            for index in stride(from: at + width - 1, through: at, by: -1) {
-                bytes[index] = UInt8(48 + value % 10)
-                value /= 10
+        // Written straight into the string's own storage: one allocation (a 23-byte string is too long to be
+        // stored inline), where an array of bytes made into a string took two.
+        return String(unsafeUninitializedCapacity: 23) { bytes in
+            func put(_ value: Int, _ at: Int, _ width: Int) {
+                var value = value
+                for index in stride(from: at + width - 1, through: at, by: -1) {
+                    bytes[index] = UInt8(48 + value % 10)
+                    value /= 10
+                }
             }
+            put(year, 0, 4)
+            bytes[4] = 45
+            put(month, 5, 2)
+            bytes[7] = 45
+            put(day, 8, 2)
+            bytes[10] = 32
+            put(rest / 3600, 11, 2)
+            bytes[13] = 58
+            put(rest / 60 % 60, 14, 2)
+            bytes[16] = 58
+            put(rest % 60, 17, 2)
+            bytes[19] = 46
+            put(millis, 20, 3)
+            return 23
         }
-        put(year, 0, 4)
-        bytes[4] = 45
-        put(month, 5, 2)
-        bytes[7] = 45
-        put(day, 8, 2)
-        bytes[10] = 32
-        put(rest / 3600, 11, 2)
-        bytes[13] = 58
-        put(rest / 60 % 60, 14, 2)
-        bytes[16] = 58
-        put(rest % 60, 17, 2)
-        bytes[19] = 46
-        put(millis, 20, 3)
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
