@@ -187,8 +187,7 @@ public struct PriorityScorer: Sendable {
             // By position: a phrase is copied only when it matches.
             for candidate in candidates.indices {
                 let length = candidates[candidate].indicator.phrase.count
-                guard index + length <= words.count,
-                      words[index..<(index + length)].elementsEqual(candidates[candidate].indicator.phrase) else { continue }
+                guard index + length <= words.count, Self.phrase(candidates[candidate].indicator.phrase, isAt: index, in: words) else { continue }
                 let phrase = candidates[candidate]
                 let indicator = phrase.indicator
                 let negated = !phrase.kind.isCalming && (max(0, index - 2)..<index).contains { has($0, .negator) }
@@ -231,7 +230,7 @@ public struct PriorityScorer: Sendable {
         }
         // "by 4 … its 3:15", "the meeting at 3, it's 2:40 now": a deadline clock time within the hour of the time now.
         // Only a word starting with a number (a clock time) or "quarter" / "half" (one said in words) can say the time.
-        let mayTellTime = words.contains { word in !Self.leadingNumbers(word).isEmpty || word == "quarter" || word == "half" }
+        let mayTellTime = words.contains { word in Self.startsWithNumber(word) || word == "quarter" || word == "half" }
         let statedNow = mayTellTime ? Self.clockNow(words, nowWordAt: { has($0, .now) }) : nil
         // Only a word after "by", "at", … can be such a deadline: a message without one is not looked at further.
         // A message about another day ("tomorrow at 5"): a word of `otherDayWords` or `weekdays` (the lexicon's roles),
@@ -384,25 +383,53 @@ public struct PriorityScorer: Sendable {
         let timeframe = band == "high" ? "immediate" : band == "medium" ? (day || t.has(.today) ? "today" : "soon") : "none"
         let margin = band == "high" ? score - 70 : band == "medium" ? min(score - 20, 69 - score) : 19 - score
         let confidence = margin >= 15 ? "high" : margin >= 6 ? "medium" : "low"
-        let positives = found.filter { $0.weight > 0 }.map(\.label)
-        let negatives = found.filter { $0.weight < 0 }.map(\.label)
-        let reason: String
-        switch band {
-        case "high": reason = "Urgent: " + positives.prefix(4).joined(separator: ", ")
-        case "medium": reason = positives.isEmpty ? "Needs an answer" : "Some urgency: " + positives.prefix(4).joined(separator: ", ")
-        default:
-            if !negatives.isEmpty {
-                reason = "Not urgent: " + negatives.prefix(3).joined(separator: ", ")
-            } else if !positives.isEmpty {
-                reason = "Low urgency: " + positives.prefix(3).joined(separator: ", ")
-            } else {
-                reason = "No urgency indicators"
-            }
-        }
-        return PriorityVerdict(urgencyScore: score, reason: reason + (t.negated.isEmpty ? "" : " (\(t.negated.joined(separator: ", ")))"),
-                               urgencyIndicators: found.map(\.label) + t.negated, engine: "rules",
+        var indicators: [String] = []
+        indicators.reserveCapacity(found.count + t.negated.count)
+        for entry in found { indicators.append(entry.label) }
+        indicators += t.negated
+        return PriorityVerdict(urgencyScore: score, reason: Self.reason(band: band, found: found, negated: t.negated),
+                               urgencyIndicators: indicators, engine: "rules",
                                confidence: confidence, timeframe: timeframe, category: category,
                                recommendedAction: Self.action(band: band, category: category, timeframe: timeframe))
+    }
+
+    /// Why, in words: the band's lead and its first labels of one sign (up to four that raise the urgency for high and
+    /// medium; for low, up to three that lower it, else up to three that raise it), then what was negated in brackets.
+    /// Written into one string as it goes, instead of filtering, mapping and joining arrays of labels.
+    static func reason(band: String, found: [(weight: Int, label: String)], negated: [String]) -> String {
+        var text = ""
+        text.reserveCapacity(96)
+        func list(_ lead: String, positive: Bool, upTo limit: Int) {
+            text += lead
+            var count = 0
+            for entry in found where count < limit && (positive ? entry.weight > 0 : entry.weight < 0) {
+                if count > 0 { text += ", " }
+                text += entry.label
+                count += 1
+            }
+        }
+        let raising = found.contains { $0.weight > 0 }
+        switch band {
+        case "high": list("Urgent: ", positive: true, upTo: 4)
+        case "medium": if raising { list("Some urgency: ", positive: true, upTo: 4) } else { text += "Needs an answer" }
+        default:
+            if found.contains(where: { $0.weight < 0 }) {
+                list("Not urgent: ", positive: false, upTo: 3)
+            } else if raising {
+                list("Low urgency: ", positive: true, upTo: 3)
+            } else {
+                text += "No urgency indicators"
+            }
+        }
+        if !negated.isEmpty {
+            text += " ("
+            for (index, label) in negated.enumerated() {
+                if index > 0 { text += ", " }
+                text += label
+            }
+            text += ")"
+        }
+        return text
     }
 
     static func category(_ t: Signals, context: Signals?, celebrating: Bool, band: String) -> String {
@@ -541,6 +568,21 @@ public struct PriorityScorer: Sendable {
             return nil
         }
         return (((before ? hourStart - offset : hourStart + offset) % 720 + 720) % 720, named == nil ? 2 : 3)
+    }
+
+    /// Whether `words` hold `phrase` from `start` on (the caller checks that it fits). Compared word by word in
+    /// place: `elementsEqual` over a slice hands over a copy of each word, retaining it.
+    static func phrase(_ phrase: [String], isAt start: Int, in words: [String]) -> Bool {
+        for offset in phrase.indices where words[start + offset] != phrase[offset] { return false }
+        return true
+    }
+
+    /// Whether `leadingNumbers(word)` is not empty, without making the substring: the first character is a number
+    /// (an ASCII word's first byte is a digit).
+    static func startsWithNumber(_ word: String) -> Bool {
+        guard let first = word.utf8.first else { return false }
+        if first < 0x80 { return first >= 0x30 && first <= 0x39 }
+        return word.first?.isNumber == true
     }
 
     /// The leading run of characters that are numbers (`Character.isNumber`); an ASCII word is read byte by byte.
