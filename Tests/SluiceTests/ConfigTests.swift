@@ -17,6 +17,7 @@ import Testing
         #expect(config.policy == .standard)
         #expect(config.concurrency.items == 0 && config.itemsInFlight == config.vision.maxInFlight + 2 * config.concurrency.effectiveCPU)
         #expect(config.limits.rate.exchangeMilliseconds == 100)
+        #expect(config.limits.rate.holdBackPercent == 5)
         #expect(config.threads.embeddings.provider == .openAICompatible)
         #expect(config.threads.embeddings.baseURL == "http://127.0.0.1:8091/v1")
         #expect(config.threads.llm == nil)
@@ -111,6 +112,8 @@ import Testing
         (#"{"concurrency": {"items": -1}}"#, "concurrency.items"),
         (#"{"limits": {"rate": {"exchangeMilliseconds": -1}}}"#, "limits.rate.exchangeMilliseconds"),
         (#"{"limits": {"rate": {"exchangeMilliseconds": 60001}}}"#, "limits.rate.exchangeMilliseconds"),
+        (#"{"limits": {"rate": {"holdBackPercent": 51}}}"#, "limits.rate.holdBackPercent"),
+        (#"{"limits": {"rate": {"holdBackPercent": -1}}}"#, "limits.rate.holdBackPercent"),
         (#"{"dataRoot": "d""#, "not valid JSON"),
         // A number that does not fit its key's type is named, not reported as invalid JSON.
         (#"{"output": {"quality": 80.5}}"#, #"bad value for config key "output.quality": expected a whole number"#),

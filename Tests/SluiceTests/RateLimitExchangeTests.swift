@@ -9,13 +9,15 @@ import SluiceTesting
 import Testing
 
 /// Per-user limits counted in each API process's memory and exchanged with the store: exact in one process, and
-/// with several processes over by no more than what the others admitted since the last exchange (the README's bound).
+/// with several processes over by no more than what the others held back and admitted since the last exchange (the
+/// README's bound).
 @Suite struct RateLimitExchangeTests {
-    /// An API process over `root` whose `validate_text` limit is 10 an hour; the processes share the store file. Their
-    /// clock stands still at one instant of the test's (so no run crosses the hour and starts a new window).
-    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int, at instant: Date) async throws -> some ApplicationProtocol {
+    /// An API process over `root` whose `validate_text` limit is `limit` an hour (10: a hold-back of 0 at the default 5%);
+    /// the processes share the store file. Their clock stands still at one instant of the test's (so no run crosses the
+    /// hour and starts a new window).
+    static func process(_ root: TemporaryDataRoot, exchangeMilliseconds: Int, limit: Int = 10, at instant: Date) async throws -> some ApplicationProtocol {
         try await SeedClientTests.application(root, now: { instant }) { config in
-            config.limits.rate.textMessage = RateLimitRule(limit: 10, windowSeconds: 3600)
+            config.limits.rate.textMessage = RateLimitRule(limit: limit, windowSeconds: 3600)
             config.limits.rate.exchangeMilliseconds = exchangeMilliseconds
         }
     }
@@ -28,17 +30,21 @@ import Testing
         }
     }
 
-    /// Waits (up to 60 s) until `get_rate_limits` shows the user's `text_message` count at `count` or more: the
-    /// process has read the stored count in the background.
-    static func waitForCount(_ client: some TestClientProtocol, as user: String, atLeast count: Int) async throws {
-        let read = try await waitUntil(every: 20) {
-            let current = try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: SeedClientTests.user(user),
-                                                   body: ByteBuffer(string: #"{"data": {}}"#)) { response -> Int in
-                let json = SeedClientTests.json(response.body)
-                return ((json["result"] as? [String: Any])?["text_message"] as? [String: Any])?["current"] as? Int ?? 0
-            }
-            return current >= count
+    /// The user's `text_message` count as `get_rate_limits` shows it: a process that has not counted for the user in
+    /// this window reads it from the store.
+    static func count(_ client: some TestClientProtocol, as user: String) async throws -> Int {
+        try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: SeedClientTests.user(user),
+                                 body: ByteBuffer(string: #"{"data": {}}"#)) { response -> Int in
+            let json = SeedClientTests.json(response.body)
+            return ((json["result"] as? [String: Any])?["text_message"] as? [String: Any])?["current"] as? Int ?? 0
         }
+    }
+
+    /// Waits (up to 60 s) until `get_rate_limits` shows the user's `text_message` count at `count` or more: the
+    /// process has read the stored count in the background (or, for one that has not counted for the user, the store
+    /// holds it).
+    static func waitForCount(_ client: some TestClientProtocol, as user: String, atLeast count: Int) async throws {
+        let read = try await waitUntil(every: 20) { try await Self.count(client, as: user) >= count }
         if !read { Issue.record("the stored count of \(user) was not read within 60 s") }
     }
 
@@ -78,6 +84,67 @@ import Testing
         }
         #expect(a == 6 && b == 10)
         #expect(a + b <= 10 + a, "the bound: the limit plus what the other process admitted since the last exchange")
+    }
+
+    /// With a limit of 60 the hold-back is 3: a window's first three counts wait in the process, the fourth sends all
+    /// four, and a graceful stop writes what was held back.
+    @Test func aProcessHoldsBackAFewCountsAndWritesThemWhenItStops() async throws {
+        let root = try TemporaryDataRoot()
+        let instant = Date()
+        let reader = try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant)
+        try await Self.process(root, exchangeMilliseconds: 10, limit: 60, at: instant).test(.live) { client in
+            try await reader.test(.router) { store in
+                for _ in 0..<2 { #expect(try await Self.validate(client, as: "dee")) }
+                // Thirty exchanges later the two counts are still the process's own.
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await Self.count(store, as: "dee") == 0)
+                #expect(try await Self.count(client, as: "dee") == 2)
+                for _ in 0..<2 { #expect(try await Self.validate(client, as: "dee")) }
+                try await Self.waitForCount(store, as: "dee", atLeast: 4)
+                #expect(try await Self.count(store, as: "dee") == 4)
+                for _ in 0..<2 { #expect(try await Self.validate(client, as: "dee")) }
+            }
+        }
+        // The process stopped gracefully and wrote the two it held back.
+        let counted = try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant).test(.router) { client in
+            try await Self.count(client, as: "dee")
+        }
+        #expect(counted == 6)
+    }
+
+    /// The bound with a hold-back: a process that has not read the window since its last write admits, on top of the
+    /// limit, what it held back and the request that sends it (hold-back + 1), when the user waits for each exchange.
+    @Test func processesGoOverByWhatTheOthersHeldBackPlusOne() async throws {
+        let root = try TemporaryDataRoot()
+        let instant = Date()
+        let reader = try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant)
+        let first = try await Self.process(root, exchangeMilliseconds: 10, limit: 60, at: instant)
+        let second = try await Self.process(root, exchangeMilliseconds: 10, limit: 60, at: instant)
+        let (early, middle, late) = try await reader.test(.router) { store -> (Int, Int, Int) in
+            try await first.test(.live) { one -> (Int, Int, Int) in
+                try await second.test(.live) { two -> (Int, Int, Int) in
+                    // Four counts on the first process: more than its hold-back, so written.
+                    var early = 0
+                    for _ in 0..<4 where try await Self.validate(one, as: "eve") { early += 1 }
+                    try await Self.waitForCount(store, as: "eve", atLeast: 4)
+                    // The second process learns those four, then admits up to the limit.
+                    var middle = try await Self.validate(two, as: "eve") ? 1 : 0
+                    try await Self.waitForCount(two, as: "eve", atLeast: 5)
+                    for _ in 0..<70 where try await Self.validate(two, as: "eve") { middle += 1 }
+                    try await Self.waitForCount(store, as: "eve", atLeast: 60)
+                    // The first still knows the window at four: it admits three it holds back and a fourth that sends
+                    // them, whose exchange tells it the total.
+                    var late = 0
+                    for _ in 0..<10 where try await Self.validate(one, as: "eve") {
+                        late += 1
+                        if late == 4 { try await Self.waitForCount(store, as: "eve", atLeast: 64) }
+                    }
+                    return (early, middle, late)
+                }
+            }
+        }
+        #expect(early == 4 && middle == 56 && late == 4, "\(early) \(middle) \(late)")
+        #expect(early + middle + late <= 60 + 3 + 1, "the bound: the limit plus the other process's hold-back and one")
     }
 
     @Test func processesThatExchangeOnEveryRequestAgreeExactly() async throws {

@@ -12,13 +12,20 @@ import Synchronization
 /// answered at once and the count is read in the background (many new windows in one read) and added when it
 /// comes; without it, the count is read before the request is judged.
 ///
+/// A window whose unsent count is at most its hold-back (`limits.rate.holdBackPercent` of its limit, rounded down)
+/// and whose total is further than that from its limit is not written at an exchange: it waits until it has counted
+/// more (or comes near its limit, or the process stops). With 100,000 users each seen every few seconds, nearly every
+/// window asked about between two exchanges had one new count, so an exchange wrote about one row a request; with a
+/// hold-back of 3 (a limit of 60) it writes about one a fourth request.
+///
 /// How far over a limit a user can get: in one process, by what it admits for them while their window's count is
 /// read in the background (`readGathering`, 5 ms, and one read: the windows that start meanwhile are read with it; a
-/// few requests when the user waits for each answer), and otherwise not at all. With several processes, each admits
-/// against what it knew at its last exchange, so a user spreading requests over them can get through, on top of
-/// that, what the other processes admitted for them since this process's last exchange: at most one `interval` of
-/// their requests. Counts not yet written when a process is
-/// killed are lost (at most one `interval`); a graceful stop writes them.
+/// few requests when the user waits for each answer), and otherwise not at all (the process counts its own requests
+/// whether it has written them or not). With several processes, each admits against what it knew when it last wrote
+/// or read the window, so a user spreading requests over them can get through, on top of that, what each other
+/// process held back for them and admitted before its next exchange: at most its hold-back plus one request, and one
+/// `interval` of their requests. Counts not yet written when a process is killed are lost (at most one `interval`,
+/// and what it held back: at most the hold-back of each window); a graceful stop writes them.
 final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
@@ -30,7 +37,15 @@ final class RateLimitLedger: Service, Sendable {
         /// Made without the store's count (a first request while the service runs): the count is being read.
         var provisional = false
         var end: Int
+        /// The window's limit, and how many counts may wait here unsent while the total is further than that from it.
+        var limit = 0
+        var holdBack = 0
         var total: Int { stored + sending + pending }
+
+        /// Whether an exchange is to write (or, with nothing counted, read) this window now rather than leave it for
+        /// later: always without a hold-back, otherwise once it counted more than its hold-back or when its total is
+        /// within its hold-back of the limit (where processes must agree promptly).
+        var isDue: Bool { holdBack == 0 || pending > holdBack || total + holdBack >= limit }
     }
 
     struct State {
@@ -40,7 +55,8 @@ final class RateLimitLedger: Service, Sendable {
         /// `run()` is exchanging in the background: requests then never wait for an exchange (but with an interval
         /// of 0).
         var background = false
-        /// Windows asked about since the last exchange (their totals are read back then, even with nothing to add).
+        /// Windows asked about since the last exchange (their totals are read back then, even with nothing to add, unless
+        /// the window holds its counts back: it then leaves this set until it is asked about again).
         var dirty: Set<CounterSlot> = []
         var lastSweep: ContinuousClock.Instant
         /// Provisional windows whose store count the background reader is to read.
@@ -49,6 +65,8 @@ final class RateLimitLedger: Service, Sendable {
 
     let store: any StatusStore
     let interval: Duration
+    /// `limits.rate.holdBackPercent` (not applied with an `interval` of 0).
+    let holdBackPercent: Int
     /// The API's wall clock (the one requests are counted by), for forgetting ended windows.
     let now: @Sendable () -> Date
     private let clock = ContinuousClock()
@@ -59,12 +77,14 @@ final class RateLimitLedger: Service, Sendable {
 
     /// The ledger of `limits.rate.exchangeMilliseconds` over the services' store.
     convenience init(services: APIServices, now: @escaping @Sendable () -> Date) {
-        self.init(store: services.store, interval: .milliseconds(services.config.limits.rate.exchangeMilliseconds), now: now)
+        let rate = services.config.limits.rate
+        self.init(store: services.store, interval: .milliseconds(rate.exchangeMilliseconds), holdBackPercent: rate.holdBackPercent, now: now)
     }
 
-    init(store: any StatusStore, interval: Duration, now: @escaping @Sendable () -> Date) {
+    init(store: any StatusStore, interval: Duration, holdBackPercent: Int, now: @escaping @Sendable () -> Date) {
         self.store = store
         self.interval = interval
+        self.holdBackPercent = holdBackPercent
         self.now = now
         state = Mutex(State(lastExchange: ContinuousClock.now, lastSweep: ContinuousClock.now))
         (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -73,6 +93,7 @@ final class RateLimitLedger: Service, Sendable {
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
     func consume(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
+        let holdBack = interval == .zero ? 0 : limit * holdBackPercent / 100
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
         let background = state.withLock { state in
@@ -83,15 +104,16 @@ final class RateLimitLedger: Service, Sendable {
         var decided = state.withLock { state in
             if state.windows[slot] == nil, state.background {
                 // Answered now; the store's count is read in the background and added when it comes.
-                state.windows[slot] = Window(stored: 0, pending: 0, provisional: true, end: slot.windowStart + windowSeconds)
+                state.windows[slot] = Window(stored: 0, pending: 0, provisional: true, end: slot.windowStart + windowSeconds,
+                                             limit: limit, holdBack: holdBack)
                 state.toRead.insert(slot)
                 ring.yield()
             }
-            return Self.count(slot, limit: limit, in: &state)
+            return Self.count(slot, limit: limit, holdBack: holdBack, in: &state)
         }
         while decided == nil {
             try await learn(slot, windowSeconds: windowSeconds)
-            decided = state.withLock { state in Self.count(slot, limit: limit, in: &state) }
+            decided = state.withLock { state in Self.count(slot, limit: limit, holdBack: holdBack, in: &state) }
         }
         // With an interval of 0 every request is written before it is answered.
         if interval == .zero { try await exchangeIfDue() }
@@ -121,26 +143,29 @@ final class RateLimitLedger: Service, Sendable {
         return try await store.rateLimit(key: key, limit: limit, windowSeconds: windowSeconds, now: now)
     }
 
-    /// Writes what was counted since the last exchange and takes the store's totals. On failure the counts stay
-    /// to be written next time.
+    /// Writes what was counted since the last exchange and takes the store's totals; a window that holds its counts
+    /// back (`Window.isDue`) waits, unless `flushing` (a stopping process writes every count of a window not ended).
+    /// On failure the counts stay to be written next time.
     ///
     /// The windows are gone through `chunk` at a time, the lock let go between chunks: requests wait for one
     /// chunk (a few microseconds), not for every window asked about since the last exchange (with 100,000 users
     /// that was a millisecond per exchange, which set the p99). A request counted while its window's chunk is
     /// pending is sent now; one counted after it, at the next exchange.
-    func exchange() async throws(StoreError) {
+    func exchange(flushing: Bool = false) async throws(StoreError) {
+        let second = Int(now().timeIntervalSince1970)
         let slots: [CounterSlot] = state.withLock { state in
             state.lastExchange = clock.now
             let dirty = state.dirty
             state.dirty = []
-            return Array(dirty)
+            guard flushing else { return Array(dirty) }
+            return Array(dirty.union(state.windows.lazy.filter { $0.value.pending > 0 && $0.value.end > second }.map(\.key)))
         }
         var written: [CounterSlot: Int] = [:]
         written.reserveCapacity(slots.count)
         for chunk in Self.chunks(slots) {
             state.withLock { state in
                 for slot in chunk {
-                    guard let window = state.windows[slot] else { continue }
+                    guard let window = state.windows[slot], flushing || window.isDue else { continue }
                     written[slot] = window.pending
                     state.windows[slot]?.sending = window.pending
                     state.windows[slot]?.pending = 0
@@ -174,11 +199,13 @@ final class RateLimitLedger: Service, Sendable {
             await Task.yield()
         }
         state.withLock { state in
-            // Ended windows with nothing left to write are forgotten, every 10 s.
+            // Ended windows are forgotten every 10 s, unless they have counts to write or an exchange to be in: what a
+            // window held back is not written once it ended (its count no longer limits anyone).
             guard clock.now - state.lastSweep >= .seconds(10) else { return }
             state.lastSweep = clock.now
-            let second = Int(now().timeIntervalSince1970)
-            state.windows = state.windows.filter { $0.value.end > second || $0.value.pending > 0 || state.dirty.contains($0.key) }
+            state.windows = state.windows.filter {
+                $0.value.end > second || ($0.value.pending > 0 && $0.value.holdBack == 0) || state.dirty.contains($0.key)
+            }
         }
     }
 
@@ -201,7 +228,7 @@ final class RateLimitLedger: Service, Sendable {
             }
             ring.finish()
         }
-        try? await exchange()
+        try? await exchange(flushing: true)
     }
 
     /// How long the background reader waits after a new window before reading, so windows that start meanwhile are read
@@ -250,9 +277,11 @@ final class RateLimitLedger: Service, Sendable {
     }
 
     /// Counts one request in a known window: (allowed, count after it); nil when the window is not known here yet.
-    private static func count(_ slot: CounterSlot, limit: Int, in state: inout State) -> (Bool, Int)? {
+    private static func count(_ slot: CounterSlot, limit: Int, holdBack: Int, in state: inout State) -> (Bool, Int)? {
         guard var window = state.windows[slot] else { return nil }
         state.dirty.insert(slot)
+        window.limit = limit
+        window.holdBack = holdBack
         defer { state.windows[slot] = window }
         guard window.total < limit else { return (false, window.total) }
         window.pending += 1

@@ -79,6 +79,12 @@ public struct RateLimitsConfig: Sendable, Equatable {
     /// How often an API process adds what it counted to the store and takes every process's totals back (0: on
     /// every request). With several processes a user can get over a limit by what the others admitted in this time.
     public var exchangeMilliseconds = 100
+    /// How much of a window's limit (in percent, rounded down to whole requests) an API process may count without
+    /// exchanging it: a window whose unsent count is at most that, and whose total is not that close to its limit, waits
+    /// for more requests instead of being written at the next exchange. With several processes a user can get over a
+    /// limit by that many requests (plus one) per other process on top of one exchange interval's; 0 exchanges every
+    /// count (as `exchangeMilliseconds: 0` does).
+    public var holdBackPercent = 5
     public init() {}
 }
 

@@ -86,6 +86,7 @@ extension PipelineConfig {
             try require((1...86_400).contains(rule.windowSeconds), "limits.rate.\(name).windowSeconds", "must be 1...86400")
         }
         try require((0...60_000).contains(limits.rate.exchangeMilliseconds), "limits.rate.exchangeMilliseconds", "must be 0...60000")
+        try require((0...50).contains(limits.rate.holdBackPercent), "limits.rate.holdBackPercent", "must be 0...50")
         if let jwks = api.auth.jwksURL {
             let url = URL(string: jwks)
             try require(url?.scheme == "https" || url?.scheme == "http", "api.auth.jwksURL", "\"\(jwks)\" is not an http(s) URL")
@@ -496,7 +497,7 @@ extension LimitsConfig: Decodable {
 }
 
 extension RateLimitsConfig: Decodable {
-    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption, threads, exchangeMilliseconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case imageUpload, textMessage, report, detectPriority, caption, threads, exchangeMilliseconds, holdBackPercent }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.allCases.map(\.rawValue))
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -508,6 +509,7 @@ extension RateLimitsConfig: Decodable {
         v.caption = try c.value(.caption, default: v.caption)
         v.threads = try c.value(.threads, default: v.threads)
         v.exchangeMilliseconds = try c.value(.exchangeMilliseconds, default: v.exchangeMilliseconds)
+        v.holdBackPercent = try c.value(.holdBackPercent, default: v.holdBackPercent)
         self = v
     }
 
