@@ -37,15 +37,9 @@ final class RateLimitLedger: Service, Sendable {
         /// Made without the store's count (a first request while the service runs): the count is being read.
         var provisional = false
         var end: Int
-        /// The window's limit, and how many counts may wait here unsent while the total is further than that from it.
+        /// The window's limit (set by each request counted in it).
         var limit = 0
-        var holdBack = 0
         var total: Int { stored + sending + pending }
-
-        /// Whether an exchange is to write (or, with nothing counted, read) this window now rather than leave it for
-        /// later: always without a hold-back, otherwise once it counted more than its hold-back or when its total is
-        /// within its hold-back of the limit (where processes must agree promptly).
-        var isDue: Bool { holdBack == 0 || pending > holdBack || total + holdBack >= limit }
     }
 
     struct State {
@@ -90,10 +84,22 @@ final class RateLimitLedger: Service, Sendable {
         (doorbell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// How many counts of a window of `limit` may wait here unsent while its total is further than that from the limit.
+    private func holdBack(_ limit: Int) -> Int {
+        interval == .zero ? 0 : limit * holdBackPercent / 100
+    }
+
+    /// Whether an exchange is to write (or, with nothing counted, read) `window` now rather than leave it for later:
+    /// always without a hold-back, otherwise once it counted more than its hold-back or when its total is within its
+    /// hold-back of the limit (where processes must agree promptly).
+    private func isDue(_ window: Window) -> Bool {
+        let unsent = holdBack(window.limit)
+        return unsent == 0 || window.pending > unsent || window.total + unsent >= window.limit
+    }
+
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
     func consume(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
-        let holdBack = interval == .zero ? 0 : limit * holdBackPercent / 100
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
         let background = state.withLock { state in
@@ -104,16 +110,15 @@ final class RateLimitLedger: Service, Sendable {
         var decided = state.withLock { state in
             if state.windows[slot] == nil, state.background {
                 // Answered now; the store's count is read in the background and added when it comes.
-                state.windows[slot] = Window(stored: 0, pending: 0, provisional: true, end: slot.windowStart + windowSeconds,
-                                             limit: limit, holdBack: holdBack)
+                state.windows[slot] = Window(stored: 0, pending: 0, provisional: true, end: slot.windowStart + windowSeconds)
                 state.toRead.insert(slot)
                 ring.yield()
             }
-            return Self.count(slot, limit: limit, holdBack: holdBack, in: &state)
+            return Self.count(slot, limit: limit, in: &state)
         }
         while decided == nil {
             try await learn(slot, windowSeconds: windowSeconds)
-            decided = state.withLock { state in Self.count(slot, limit: limit, holdBack: holdBack, in: &state) }
+            decided = state.withLock { state in Self.count(slot, limit: limit, in: &state) }
         }
         // With an interval of 0 every request is written before it is answered.
         if interval == .zero { try await exchangeIfDue() }
@@ -144,7 +149,7 @@ final class RateLimitLedger: Service, Sendable {
     }
 
     /// Writes what was counted since the last exchange and takes the store's totals; a window that holds its counts
-    /// back (`Window.isDue`) waits, unless `flushing` (a stopping process writes every count of a window not ended).
+    /// back (`isDue`) waits, unless `flushing` (a stopping process writes every count of a window not ended).
     /// On failure the counts stay to be written next time.
     ///
     /// The windows are gone through `chunk` at a time, the lock let go between chunks: requests wait for one
@@ -165,7 +170,7 @@ final class RateLimitLedger: Service, Sendable {
         for chunk in Self.chunks(slots) {
             state.withLock { state in
                 for slot in chunk {
-                    guard let window = state.windows[slot], flushing || window.isDue else { continue }
+                    guard let window = state.windows[slot], flushing || isDue(window) else { continue }
                     written[slot] = window.pending
                     state.windows[slot]?.sending = window.pending
                     state.windows[slot]?.pending = 0
@@ -204,7 +209,7 @@ final class RateLimitLedger: Service, Sendable {
             guard clock.now - state.lastSweep >= .seconds(10) else { return }
             state.lastSweep = clock.now
             state.windows = state.windows.filter {
-                $0.value.end > second || ($0.value.pending > 0 && $0.value.holdBack == 0) || state.dirty.contains($0.key)
+                $0.value.end > second || ($0.value.pending > 0 && holdBack($0.value.limit) == 0) || state.dirty.contains($0.key)
             }
         }
     }
@@ -277,11 +282,10 @@ final class RateLimitLedger: Service, Sendable {
     }
 
     /// Counts one request in a known window: (allowed, count after it); nil when the window is not known here yet.
-    private static func count(_ slot: CounterSlot, limit: Int, holdBack: Int, in state: inout State) -> (Bool, Int)? {
+    private static func count(_ slot: CounterSlot, limit: Int, in state: inout State) -> (Bool, Int)? {
         guard var window = state.windows[slot] else { return nil }
         state.dirty.insert(slot)
         window.limit = limit
-        window.holdBack = holdBack
         defer { state.windows[slot] = window }
         guard window.total < limit else { return (false, window.total) }
         window.pending += 1

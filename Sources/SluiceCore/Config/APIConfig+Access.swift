@@ -82,8 +82,8 @@ public struct RateLimitsConfig: Sendable, Equatable {
     /// How much of a window's limit (in percent, rounded down to whole requests) an API process may count without
     /// exchanging it: a window whose unsent count is at most that, and whose total is not that close to its limit, waits
     /// for more requests instead of being written at the next exchange. With several processes a user can get over a
-    /// limit by that many requests (plus one) per other process on top of one exchange interval's; 0 exchanges every
-    /// count (as `exchangeMilliseconds: 0` does).
+    /// limit by that many requests (plus one) per other process on top of one exchange interval's; 0 writes every
+    /// count at the next exchange (and `exchangeMilliseconds: 0` applies no hold-back).
     public var holdBackPercent = 5
     public init() {}
 }
