@@ -60,11 +60,13 @@ public struct DropFolderService: Service {
                                metadata: ["count": "\(left.count)", "items": "\(left.prefix(5).map(\.itemID.rawValue).joined(separator: ", "))\(left.count > 5 ? ", …" : "")"])
             }
             await textQueue?.processAll(leases: leases)
+            await textQueue?.finish()
         case .watch:
             let watcher = DropFolderWatcher(pending: root.pending, extraFolders: textQueue.map { [$0.queue] } ?? [], logger: logger)
             let signals = Self.merge(watcher.changes(), every: config.daemon.rescanSeconds)
             logger.notice("watching for uploads", metadata: ["pending": "\(root.pending.path)"])
             try await runWatching(scanner: scanner, signals: signals)
+            await textQueue?.finish()
             logger.notice("drained in-flight uploads, stopping")
         }
     }

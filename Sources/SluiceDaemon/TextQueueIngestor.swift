@@ -237,6 +237,16 @@ public struct TextQueueIngestor: Sendable {
         return summary
     }
 
+    /// When the daemon stops: writes what the conversation rules hold unwritten (texts sent once), so a daemon that
+    /// starts next counts them. A store that cannot take them is logged; they are lost as with `kill -9`.
+    public func finish() async {
+        do {
+            try await pipeline.settle(final: true)
+        } catch {
+            logger.warning("the conversation rules' held counts could not be written", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Whether this file was read before — a replay after a crash, or a finished file dropped again: some of its first
     /// lines' ids are already stored. Then the conversation rules look each message up before counting it, so a
     /// replay does not count a sender's messages twice (which held ordinary messages for review as a flood); a file

@@ -76,7 +76,7 @@ extension SQLiteStore {
 
     public func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int] {
         guard !tally.isEmpty else { return [:] }
-        return try await write("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.slots.count) counters)") { db in
+        return try await write("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.amounts.count + tally.members.count + tally.singletons.count) counters)") { db in
             let request = try db.cachedStatement(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)")
             for mark in tally.requests {
                 try request.execute(arguments: [mark.sender, mark.recipient, mark.itemId])
@@ -97,6 +97,16 @@ extension SQLiteStore {
                     try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
                 }
                 totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? members.count
+            }
+            // A window only this daemon has a member in is left unwritten: a read, not a row (and its page's WAL frame).
+            for (slot, member) in tally.singletons {
+                let others = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? 0
+                if others > 0 {
+                    try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
+                    totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? others + 1
+                } else {
+                    totals[slot] = 0
+                }
             }
             if Int.random(in: 0..<64) == 0 { try Self.sweepCounters(db, now: now) }
             return totals

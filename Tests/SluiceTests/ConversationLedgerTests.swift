@@ -125,6 +125,50 @@ import Testing
         #expect(sixth.outcome == .review && sixth.reason?.hasPrefix("spam.duplicates: the same text to 6 recipients") == true, "\(sixth)")
     }
 
+    /// A text sent to one recipient is not written to the store (most texts are sent once, and each was a row): it is
+    /// written with its second recipient, or when the daemon stops. A daemon killed without stopping loses the ones it
+    /// held, so a daemon after it counts that text one recipient short, as README says.
+    @Test func aTextSentOnceIsWrittenWithItsSecondRecipientOrWhenTheDaemonStops() async throws {
+        let (store, _) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(store, ["ann"] + (0..<16).map { "r\($0)" })
+        func members(_ text: String) async throws -> Set<String> {
+            // The message's text ends with its id ("m0"): the fingerprint keeps its letter.
+            let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint(text + " m"))", windowStart: 1_800_000_000)
+            return try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
+        }
+        let one = Self.rules(store)
+        _ = try await one.judge(Self.message("m0", to: "r0", "lunch at noon", at: 0), now: Self.minute)
+        _ = try await one.judge(Self.message("m1", to: "r1", "see the slides", at: 1), now: Self.minute)
+        try await one.ledger.flush()
+        #expect(try await members("lunch at noon") == [], "held, not written")
+        #expect(try await members("see the slides") == [], "held, not written")
+        _ = try await one.judge(Self.message("m2", to: "r2", "lunch at noon", at: 2), now: Self.minute)
+        try await one.ledger.flush()
+        #expect(try await members("lunch at noon") == ["r0", "r2"], "written with its second recipient")
+        #expect(try await members("see the slides") == [])
+        try await one.ledger.flush(final: true)
+        #expect(try await members("see the slides") == ["r1"], "written when the daemon stops")
+
+        // The next daemon counts the held recipient: five more are six in all, the sixth over the limit of five.
+        let two = Self.rules(store)
+        var outcomes: [ConversationVerdict.Outcome] = []
+        for index in 2..<7 {
+            outcomes.append(try await two.judge(Self.message("m\(index + 1)", to: "r\(index)", "see the slides", at: index), now: Self.minute).outcome)
+        }
+        #expect(outcomes == [.none, .none, .none, .none, .review], "\(outcomes)")
+
+        // A daemon that never stops (kill -9) loses its held text: the daemon after it counts one recipient short.
+        let killed = Self.rules(store)
+        _ = try await killed.judge(Self.message("m9", to: "r9", "call me back", at: 9), now: Self.minute)
+        try await killed.ledger.flush()
+        let after = Self.rules(store)
+        outcomes = []
+        for index in 10..<16 {
+            outcomes.append(try await after.judge(Self.message("m\(index)", to: "r\(index)", "call me back", at: index), now: Self.minute).outcome)
+        }
+        #expect(outcomes == [.none, .none, .none, .none, .none, .review], "the seventh recipient in all, the sixth it counted: \(outcomes)")
+    }
+
     @Test func aBlockReachesARunningDaemonAndRequestsAreWrittenOnce() async throws {
         let (daemonStore, apiStore) = try Self.sharedStores()
         var timing = ConversationLedger.Timing()

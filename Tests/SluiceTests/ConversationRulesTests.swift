@@ -168,6 +168,24 @@ import Testing
         #expect(try await store.items(kind: .text).filter { $0.status != .approved && $0.status != .rejected }.isEmpty)
     }
 
+    /// A text sent once is held by the daemon's rules rather than written, and written when the daemon stops: the
+    /// same text to five more recipients in the next run is the sixth recipient in ten minutes, over the limit of five.
+    @Test func aTextSentOnceInOneRunCountsInTheNext() async throws {
+        let root = try TemporaryDataRoot()
+        let services = try await Services.live(config: root.config(endpoint: "http://127.0.0.1:9/v1"), environment: [:], logger: quietLogger)
+        for index in 0..<6 { try await services.relations.setProfile(RelationUser(userId: "r\(index)", messagePrivacy: .anyone)) }
+        func line(_ index: Int) -> [String: Any] {
+            ["id": "d\(index)", "userId": "zed", "recipientId": "r\(index)", "text": "cheap watches today", "sentAt": Self.at(index)]
+        }
+        _ = try await Self.send(root, [line(0)])
+        let store = try await Self.send(root, (1..<6).map(line))
+        var statuses: [ItemStatus?] = []
+        for index in 0..<6 { statuses.append(try await store.item(ItemID("d\(index)"))?.status) }
+        #expect(statuses == [.approved, .approved, .approved, .approved, .approved, .review], "\(statuses)")
+        let sixth = try #require(try await store.item("d5"))
+        #expect(sixth.reason?.contains("spam.duplicates: the same text to 6 recipients") == true, "\(sixth.reason ?? "")")
+    }
+
     /// `lines` as queue file `name`, read twice (as after a crash, or dropped again), with "yan" taking messages from
     /// anyone.
     static func readTwice(_ root: TemporaryDataRoot, _ name: String, _ lines: [[String: Any]]) async throws {

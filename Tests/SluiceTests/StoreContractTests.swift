@@ -255,6 +255,14 @@ import Testing
         #expect(state.members == [recipients: ["bob", "cy", "dee"]])
         #expect(try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [], distinct: []).facts == nil)
 
+        // A text sent once (a singleton) is written only where another writer has members in its window; its total
+        // comes back either way (0: nobody else has one).
+        let once = CounterSlot(key: "spam.duplicates:ann:def", windowStart: 1_800_000_000)
+        let asked = try await store.recordMessageTally(MessageTally(singletons: [once: "bob", recipients: "eve"]), now: Self.t0)
+        #expect(asked == [once: 0, recipients: 4])
+        let read = try await store.conversationState(sender: "ann", recipient: "bob", facts: false, counted: [], distinct: [once, recipients])
+        #expect(read.members == [once: [], recipients: ["bob", "cy", "dee", "eve"]])
+
         // The relation history as a feed: nil reads where it stands; then the users named by later changes.
         let start = try await store.relationChanges(after: nil)
         #expect(start.users.isEmpty && start.complete)

@@ -54,17 +54,23 @@ public struct MessageTally: Sendable, Equatable {
     public var amounts: [CounterSlot: Int] = [:]
     /// Members to add to distinct slots (a member already there counts once).
     public var members: [CounterSlot: Set<String>] = [:]
+    /// Distinct slots whose only member, as far as the writer knows, is this one: the store adds it only when the
+    /// window already has members (another daemon's), and returns the window's total either way, 0 when it has none
+    /// (so a text sent once costs a read, not a row).
+    public var singletons: [CounterSlot: String] = [:]
 
-    public init(requests: [Request] = [], amounts: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:]) {
+    public init(requests: [Request] = [], amounts: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:],
+                singletons: [CounterSlot: String] = [:]) {
         self.requests = requests
         self.amounts = amounts
         self.members = members
+        self.singletons = singletons
     }
 
-    public var isEmpty: Bool { requests.isEmpty && amounts.isEmpty && members.isEmpty }
+    public var isEmpty: Bool { requests.isEmpty && amounts.isEmpty && members.isEmpty && singletons.isEmpty }
 
-    /// Every slot the tally adds to.
-    public var slots: Set<CounterSlot> { Set(amounts.keys).union(members.keys) }
+    /// Every slot the tally adds to or asks about.
+    public var slots: Set<CounterSlot> { Set(amounts.keys).union(members.keys).union(singletons.keys) }
 
     /// Counter windows starting before this (seconds since 1970) have ended and may be swept: 31 days (the longest
     /// window, 30 days, and a day's grace) before the earlier of `sentAt` — the message's time, the app's word — and
@@ -78,6 +84,14 @@ public struct MessageTally: Sendable, Equatable {
         requests += other.requests
         amounts.merge(other.amounts, uniquingKeysWith: +)
         members.merge(other.members) { $0.union($1) }
+        for (slot, member) in other.singletons {
+            if let mine = singletons[slot], mine != member { members[slot, default: []].formUnion([mine, member]) }
+            singletons[slot] = member
+        }
+        // A singleton whose window has other members in the tally now is written as one of them.
+        for (slot, set) in members {
+            if let single = singletons.removeValue(forKey: slot) { members[slot] = set.union([single]) }
+        }
     }
 }
 

@@ -14,7 +14,13 @@ import SluiceCore
 ///   (erasing a user also erases their history).
 /// - Counters: another daemon's messages in the same window are seen at this daemon's next flush, so a sender
 ///   spread over several daemons can go over a threshold by what the other daemons counted within one flush
-///   interval (and the time their write takes) before a signal fires. A message request sent through another daemon is seen when this daemon
+///   interval (and the time their write takes) before a signal fires.
+/// - A text sent once (a distinct window of a family, such as `spam.duplicates`, whose one member is this daemon's)
+///   is not written: the write only reads whether another daemon has members in that window (then it is written).
+///   It is written once a second member is counted, when the daemon stops (`flush(final: true)`), or when more than
+///   `maxHeld` are held. Until then other daemons do not see it: a text can reach one recipient more per other
+///   daemon before the duplicates signal fires, and a daemon killed with `kill -9` loses the ones it held (a text
+///   then counts one recipient less in that window). Held windows that end are dropped. A message request sent through another daemon is seen when this daemon
 ///   next reads that pair (a sender can get one request through per daemon, at most, in that time).
 public actor ConversationLedger {
     public struct Timing: Sendable {
@@ -26,6 +32,8 @@ public actor ConversationLedger {
         public var maxSlots = 200_000
         /// At most this many windows read at once.
         public var maxPrefetch = 2_000
+        /// Texts sent once whose one member is held unwritten (see above); past this many, all of them are written.
+        public var maxHeld = 50_000
 
         public init() {}
     }
@@ -53,6 +61,12 @@ public actor ConversationLedger {
         var families: Set<String> = []
     }
 
+    struct HeldMember {
+        var member: String
+        /// When its window ends (seconds since 1970): then it is dropped, never written.
+        var end: Int
+    }
+
     struct Slot {
         /// The total as last known: the store's after the last flush plus what this daemon added since.
         var total: Int
@@ -73,6 +87,13 @@ public actor ConversationLedger {
     /// key of theirs the store had then is in `slots`.
     private var loadedFamilies: [CounterSlot: Int] = [:]
     private var pending = MessageTally()
+    /// Distinct windows of a family whose only member (this daemon's, in `slots` too) the store was asked about and
+    /// does not have: written once another member is counted, at a final flush, or when there are too many.
+    private var held: [CounterSlot: HeldMember] = [:]
+    /// The newest window start when held members of ended windows were last dropped.
+    private var heldPrunedAt = 0
+    /// How many windows were left when ended ones were last dropped.
+    private var slotsAfterForgetting = 0
     private var pendingMessages = 0
     private var lastChange: Int64?
     private var lastSync: ContinuousClock.Instant?
@@ -215,8 +236,10 @@ public actor ConversationLedger {
 
     /// Writes what was counted since the last write in one store transaction and takes the store's totals, after the
     /// write under way (if one is). On failure nothing is lost: the counts stay to be written with the next flush.
-    public func flush(now: Date = Date()) async throws(StoreError) {
+    /// `final` (the daemon stops): the texts sent once that are held unwritten are written too.
+    public func flush(now: Date = Date(), final: Bool = false) async throws(StoreError) {
         while let writing { _ = await writing.value }
+        if final { releaseHeld() }
         lastFlush = clock.now
         pendingMessages = 0
         guard !pending.isEmpty else { return }
@@ -269,11 +292,35 @@ public actor ConversationLedger {
             throw error
         }
         for (slot, total) in totals {
+            if let member = written.singletons[slot], total == 0 {
+                // The store has no member in this window: it stays this daemon's alone, unless a second member was
+                // counted while the write was under way (that one is pending; this one goes with it).
+                if pending.members[slot] != nil {
+                    pending.members[slot, default: []].insert(member)
+                } else if let end = slots[slot]?.end {
+                    held[slot] = HeldMember(member: member, end: end)
+                }
+                continue
+            }
             // What was added while the write was under way is on top of the store's total.
-            let since = pending.amounts[slot] ?? pending.members[slot]?.count ?? 0
+            let since = pending.amounts[slot] ?? pending.members[slot]?.count ?? (pending.singletons[slot] == nil ? 0 : 1)
             slots[slot]?.total = total + since
         }
+        if latest > heldPrunedAt {
+            // Texts sent once in windows that ended are of no use to anyone: dropped, not written.
+            held = held.filter { $0.value.end > latest }
+            heldPrunedAt = latest
+        }
+        if held.count > timing.maxHeld { releaseHeld() }
         forgetEndedWindows()
+    }
+
+    /// Every held member goes with the next write.
+    private func releaseHeld() {
+        for (slot, held) in held { pending.members[slot, default: []].insert(held.member) }
+        for (slot, member) in pending.singletons { pending.members[slot, default: []].insert(member) }
+        held.removeAll()
+        pending.singletons.removeAll()
     }
 
     /// Members the store has in a distinct window, joined to what this daemon counted in it; a window not held is
@@ -283,6 +330,8 @@ public actor ConversationLedger {
         known.members = (known.members ?? []).union(members)
         known.total = known.members?.count ?? 0
         slots[slot] = known
+        // Another daemon has members there too: a member held here is no longer the window's only one.
+        if !members.isEmpty, let single = held.removeValue(forKey: slot) { pending.members[slot, default: []].insert(single.member) }
     }
 
     /// Adds one counter's part of a message to its window and returns the window's total.
@@ -294,7 +343,16 @@ public actor ConversationLedger {
         if let member = counter.member {
             if slot.members?.insert(member).inserted ?? false {
                 slot.total += 1
-                pending.members[key, default: []].insert(member)
+                if counter.family != nil, slot.total == 1 {
+                    // The window's only member as far as this daemon knows: asked about, not written.
+                    pending.singletons[key] = member
+                } else {
+                    // A member held (or still to be asked about) goes with the second one.
+                    if let first = held.removeValue(forKey: key)?.member ?? pending.singletons.removeValue(forKey: key) {
+                        pending.members[key, default: []].insert(first)
+                    }
+                    pending.members[key, default: []].insert(member)
+                }
             }
         } else {
             slot.total += counter.amount
@@ -321,11 +379,16 @@ public actor ConversationLedger {
         lastChange = feed.last
     }
 
-    /// Windows that ended before the newest one counted (and have nothing left to write) are dropped; when there
-    /// are still too many, every written window goes and is counted from the store's totals again.
+    /// Windows that ended before the newest one counted (and have nothing left to write) are dropped whenever the
+    /// table has doubled since this last ran (a text sent once is a window of its own: without this they piled up
+    /// to `maxSlots`, and every look-up paid for the table's size); when there are still more than `maxSlots`,
+    /// every written window goes and is counted from the store's totals again.
     private func forgetEndedWindows() {
-        guard slots.count > timing.maxSlots else { return }
-        let waiting = pending.slots
+        guard slots.count > max(4_096, 2 * slotsAfterForgetting) else { return }
+        defer { slotsAfterForgetting = slots.count }
+        // Held members of windows that ended are of no use to anyone; the others are still this daemon's to write.
+        held = held.filter { $0.value.end > latest }
+        let waiting = pending.slots.union(held.keys)
         slots = slots.filter { $0.value.end > latest || waiting.contains($0.key) }
         loadedFamilies = loadedFamilies.filter { $0.value > latest }
         if slots.count > timing.maxSlots {

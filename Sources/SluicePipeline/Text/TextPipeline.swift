@@ -49,9 +49,10 @@ public struct TextPipeline: Sendable {
     /// with one, as many as the classifier may be asked at once.
     public var concurrentLines: Int { classifier == nil ? 1 : classifierConfig.maxInFlight }
 
-    /// Writes what the conversation rules counted since they last did (call before recording a batch of verdicts).
-    public func settle() async throws(StoreError) {
-        try await rules?.ledger.flush()
+    /// Writes what the conversation rules counted since they last did (call before recording a batch of verdicts);
+    /// `final` when the daemon stops: the texts sent once that the rules hold unwritten too.
+    public func settle(final: Bool = false) async throws(StoreError) {
+        try await rules?.ledger.flush(final: final)
     }
 
     /// The same pipeline with the conversation rules stage before the filter (it needs the store).

@@ -130,10 +130,13 @@ extension PostgresStore {
         let members = tally.members.flatMap { slot, set in set.map { (slot: slot, member: $0) } }
         let memberKeys = members.map { $0.slot.key }, memberStarts = members.map { $0.slot.windowStart }
         let memberNames = members.map { $0.member }
-        let distinct = Array(tally.members.keys)
+        let singletons = Array(tally.singletons)
+        let singleKeys = singletons.map { $0.key.key }, singleStarts = singletons.map { $0.key.windowStart }
+        let singleNames = singletons.map { $0.value }
+        let distinct = Array(tally.members.keys) + singletons.map(\.key)
         let distinctKeys = distinct.map(\.key), distinctStarts = distinct.map(\.windowStart)
         let sweep = Int.random(in: 0..<64) == 0
-        return try await transaction("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.slots.count) counters)") { connection in
+        return try await transaction("record the conversation rules' counts (\(tally.requests.count) requests, \(amounts.count + distinct.count) counters)") { connection in
             if !distinct.isEmpty {
                 try await connection.run("""
                     SELECT pg_advisory_xact_lock(hashtext('sluice-slot:' || current_schema()), k) FROM (
@@ -169,6 +172,16 @@ extension PostgresStore {
                 try await connection.run("""
                     INSERT INTO spamDistinct (key, windowStart, member)
                     SELECT * FROM unnest(\(memberKeys), \(memberStarts), \(memberNames)) AS s(key, windowStart, member)
+                    ORDER BY key, windowStart, member
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            }
+            if !singletons.isEmpty {
+                // A window only this daemon has a member in is left unwritten (the count below reads 0 for it).
+                try await connection.run("""
+                    INSERT INTO spamDistinct (key, windowStart, member)
+                    SELECT * FROM unnest(\(singleKeys), \(singleStarts), \(singleNames)) AS s(key, windowStart, member)
+                    WHERE EXISTS (SELECT 1 FROM spamDistinct d WHERE d.key = s.key AND d.windowStart = s.windowStart)
                     ORDER BY key, windowStart, member
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
