@@ -55,6 +55,7 @@ public actor ConversationLedger {
     }
 
     struct RecentWindow {
+        var kind: WindowKind
         var start: Int
         var keys: Set<String> = []
         /// Counter families counted in the window (read along as families when the next window begins).
@@ -82,7 +83,7 @@ public actor ConversationLedger {
     private var pairs: [Pair: CachedFacts] = [:]
     private var slots: [CounterSlot: Slot] = [:]
     /// The newest window of each kind and the keys counted in it, to read the next window of the busy ones at once.
-    private var windows: [WindowKind: RecentWindow] = [:]
+    private var windows: [RecentWindow] = []
     /// Counter families whose window was read from the store (`CounterIncrement.family`), with the window's end: every
     /// key of theirs the store had then is in `slots`.
     private var loadedFamilies: [CounterSlot: Int] = [:]
@@ -128,14 +129,29 @@ public actor ConversationLedger {
         // Families of keys (a sender's texts) read at once, with the end of their window; keys of theirs held for the read.
         var families: [CounterSlot: Int] = [:]
         var familyKeys: [CounterSlot] = []
-        for counter in counters {
+        // A counter of an account's first hours does not apply to a sender whose relations are held and who is older
+        // (or of unknown age): it is neither read nor counted (`add` would skip it below in any case).
+        func applies(_ counter: CounterIncrement) -> Bool {
+            guard let maxAge = counter.maxSenderAge, let cached else { return true }
+            guard let created = cached.senderCreatedAt else { return false }
+            let age = now.timeIntervalSince(created)
+            return age >= 0 && age < maxAge
+        }
+        for counter in counters where applies(counter) {
             let slot = CounterSlot(counter, at: now)
             let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
             let family = kind.distinct ? counter.family.map { CounterSlot(key: $0, windowStart: slot.windowStart) } : nil
-            // Taken out of the table while it changes, so its set of keys is not copied for every key added (a copy per
-            // new key made a window of n distinct texts cost n² copies).
-            var recent = windows.removeValue(forKey: kind) ?? RecentWindow(start: slot.windowStart)
-            if slot.windowStart > recent.start {
+            // Changed in place in its list (a handful of kinds), so its set of keys is not copied for every key added
+            // (a copy per new key made a window of n distinct texts cost n² copies).
+            let at: Int
+            if let found = windows.firstIndex(where: { $0.kind == kind }) {
+                at = found
+            } else {
+                at = windows.count
+                windows.append(RecentWindow(kind: kind, start: slot.windowStart))
+            }
+            if slot.windowStart > windows[at].start {
+                let recent = windows[at]
                 // The first message of a new window: read the busy counters' new windows along with this one.
                 for key in recent.keys.prefix(timing.maxPrefetch) where key != slot.key {
                     let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
@@ -147,13 +163,12 @@ public actor ConversationLedger {
                     let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
                     if loadedFamilies[sibling] == nil { families[sibling] = slot.windowStart + kind.seconds }
                 }
-                recent = RecentWindow(start: slot.windowStart)
+                windows[at] = RecentWindow(kind: kind, start: slot.windowStart)
             }
             // A family's keys are read with their family, not one by one.
-            if slot.windowStart == recent.start {
-                if let family { recent.families.insert(family.key) } else { recent.keys.insert(slot.key) }
+            if slot.windowStart == windows[at].start {
+                if let family { windows[at].families.insert(family.key) } else { windows[at].keys.insert(slot.key) }
             }
-            windows[kind] = recent
             guard slots[slot] == nil else { continue }
             slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds)
             if let family {
