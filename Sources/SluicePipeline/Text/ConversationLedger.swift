@@ -57,9 +57,10 @@ public actor ConversationLedger {
     struct RecentWindow {
         var kind: WindowKind
         var start: Int
-        var keys: Set<String> = []
+        /// The slots counted in the window (each hashed once, when made).
+        var keys: Set<CounterSlot> = []
         /// Counter families counted in the window (read along as families when the next window begins).
-        var families: Set<String> = []
+        var families: Set<CounterSlot> = []
     }
 
     struct HeldMember {
@@ -137,8 +138,11 @@ public actor ConversationLedger {
             let age = now.timeIntervalSince(created)
             return age >= 0 && age < maxAge
         }
-        for counter in counters where applies(counter) {
+        // Each counter's slot, made (and hashed) once for the message.
+        var made = [CounterSlot?](repeating: nil, count: counters.count)
+        for (index, counter) in counters.enumerated() where applies(counter) {
             let slot = CounterSlot(counter, at: now)
+            made[index] = slot
             let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
             let family = kind.distinct ? counter.family.map { CounterSlot(key: $0, windowStart: slot.windowStart) } : nil
             // Changed in place in its list (a handful of kinds), so its set of keys is not copied for every key added
@@ -153,21 +157,21 @@ public actor ConversationLedger {
             if slot.windowStart > windows[at].start {
                 let recent = windows[at]
                 // The first message of a new window: read the busy counters' new windows along with this one.
-                for key in recent.keys.prefix(timing.maxPrefetch) where key != slot.key {
-                    let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
+                for busy in recent.keys.prefix(timing.maxPrefetch) where busy.key != slot.key {
+                    let sibling = CounterSlot(key: busy.key, windowStart: slot.windowStart)
                     guard slots[sibling] == nil else { continue }
                     if kind.distinct { distinct.append(sibling) } else { counted.append(sibling) }
                     slots[sibling] = Slot(total: 0, members: kind.distinct ? [] : nil, end: sibling.windowStart + kind.seconds)
                 }
-                for key in recent.families.prefix(timing.maxPrefetch) {
-                    let sibling = CounterSlot(key: key, windowStart: slot.windowStart)
+                for busy in recent.families.prefix(timing.maxPrefetch) {
+                    let sibling = CounterSlot(key: busy.key, windowStart: slot.windowStart)
                     if loadedFamilies[sibling] == nil { families[sibling] = slot.windowStart + kind.seconds }
                 }
                 windows[at] = RecentWindow(kind: kind, start: slot.windowStart)
             }
             // A family's keys are read with their family, not one by one.
             if slot.windowStart == windows[at].start {
-                if let family { windows[at].families.insert(family.key) } else { windows[at].keys.insert(slot.key) }
+                if let family { windows[at].families.insert(family) } else { windows[at].keys.insert(slot) }
             }
             guard slots[slot] == nil else { continue }
             slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds)
@@ -232,13 +236,14 @@ public actor ConversationLedger {
         }
         var values: [Int?] = []
         values.reserveCapacity(counters.count)
-        for counter in counters {
+        for (index, counter) in counters.enumerated() {
             if let maxAge = counter.maxSenderAge {
                 guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
             }
+            let slot = made[index] ?? CounterSlot(counter, at: now)
             // Recorded already with this text (a replay): its counters were written when it was first read, so they
             // are read, not added to again.
-            values.append(replayed ? slots[CounterSlot(counter, at: now)]?.total : add(counter, now: now))
+            values.append(replayed ? slots[slot]?.total : add(counter, in: slot))
         }
         if replayed { return MessageCounts(facts: facts, permission: permission, counters: values) }
         pendingMessages += 1
@@ -350,8 +355,7 @@ public actor ConversationLedger {
     }
 
     /// Adds one counter's part of a message to its window and returns the window's total.
-    private func add(_ counter: CounterIncrement, now: Date) -> Int {
-        let key = CounterSlot(counter, at: now)
+    private func add(_ counter: CounterIncrement, in key: CounterSlot) -> Int {
         latest = max(latest, key.windowStart)
         // Taken out of the table while it changes, so its members are not copied for every member added.
         var slot = slots.removeValue(forKey: key) ?? Slot(total: 0, members: counter.member == nil ? nil : [], end: key.windowStart + counter.windowSeconds)
