@@ -166,6 +166,7 @@ struct ScaleOutTests {
         location.schema = "split_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }
         let storeEntry = #""store": {"url": "\#(location.url)"}"#
         let photos = TestEnvironment.fixtureFiles("images/photos")
+        try #require(!photos.isEmpty, "the photo fixtures (../shared/fixtures/images/photos) are missing")
         let total = 60
         for index in 0..<total {
             let photo = photos[index % photos.count]
