@@ -14,14 +14,15 @@ import SluiceCore
 ///   (erasing a user also erases their history).
 /// - Counters: another daemon's messages in the same window are seen at this daemon's next flush, so a sender
 ///   spread over several daemons can go over a threshold by what the other daemons counted within one flush
-///   interval (and the time their write takes) before a signal fires.
+///   interval (and the time their write takes) before a signal fires. A message request sent through another
+///   daemon is seen when this daemon next reads that pair (a sender can get one request through per daemon, at
+///   most, in that time).
 /// - A text sent once (a distinct window of a family, such as `spam.duplicates`, whose one member is this daemon's)
 ///   is not written: the write only reads whether another daemon has members in that window (then it is written).
 ///   It is written once a second member is counted, when the daemon stops (`flush(final: true)`), or when more than
 ///   `maxHeld` are held. Until then other daemons do not see it: a text can reach one recipient more per other
 ///   daemon before the duplicates signal fires, and a daemon killed with `kill -9` loses the ones it held (a text
-///   then counts one recipient less in that window). Held windows that end are dropped. A message request sent through another daemon is seen when this daemon
-///   next reads that pair (a sender can get one request through per daemon, at most, in that time).
+///   then counts one recipient less in that window). Held windows that end are dropped.
 public actor ConversationLedger {
     public struct Timing: Sendable {
         public var syncInterval: Duration = .milliseconds(100)
