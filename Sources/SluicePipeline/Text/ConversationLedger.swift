@@ -22,7 +22,8 @@ import SluiceCore
 ///   It is written once a second member is counted, when the daemon stops (`flush(final: true)`), or when more than
 ///   `maxHeld` are held. Until then other daemons do not see it: a text can reach one recipient more per other
 ///   daemon before the duplicates signal fires, and a daemon killed with `kill -9` loses the ones it held (a text
-///   then counts one recipient less in that window). Held windows that end are dropped.
+///   then counts one recipient less in that window). A held member is dropped a window's length after its window
+///   ends (a line dated that far behind the newest one counted counts that text one recipient short).
 public actor ConversationLedger {
     public struct Timing: Sendable {
         public var syncInterval: Duration = .milliseconds(100)
@@ -260,7 +261,10 @@ public actor ConversationLedger {
     /// `final` (the daemon stops): the texts sent once that are held unwritten are written too.
     public func flush(now: Date = Date(), final: Bool = false) async throws(StoreError) {
         while let writing { _ = await writing.value }
-        if final { releaseHeld() }
+        if final {
+            dropEndedHeld()
+            releaseHeld()
+        }
         lastFlush = clock.now
         pendingMessages = 0
         guard !pending.isEmpty else { return }
@@ -320,6 +324,9 @@ public actor ConversationLedger {
                     pending.members[slot, default: []].insert(member)
                 } else if let end = slots[slot]?.end {
                     held[slot] = HeldMember(member: member, end: end)
+                } else {
+                    // Its window is no longer in memory (only when more than `maxSlots` were): written, not lost.
+                    pending.members[slot, default: []].insert(member)
                 }
                 continue
             }
@@ -328,12 +335,25 @@ public actor ConversationLedger {
             slots[slot]?.total = total + since
         }
         if latest > heldPrunedAt {
-            // Texts sent once in windows that ended are of no use to anyone: dropped, not written.
-            held = held.filter { $0.value.end > latest }
+            dropEndedHeld()
             heldPrunedAt = latest
         }
         if held.count > timing.maxHeld { releaseHeld() }
         forgetEndedWindows()
+    }
+
+    /// Held members of windows that ended a whole window's length before the newest window counted are dropped, not
+    /// written, and their windows with them: a line dated that far behind the newest (`sentAt` is the app's word, and
+    /// files are read one after another) starts that window again from the store, which never had the member, so the
+    /// text counts one recipient short there, as after `kill -9`. Lines less out of order than that count in full.
+    private func dropEndedHeld() {
+        var dropped: [CounterSlot] = []
+        held = held.filter { slot, held in
+            let kept = held.end + (held.end - slot.windowStart) > latest
+            if !kept { dropped.append(slot) }
+            return kept
+        }
+        for slot in dropped { slots[slot] = nil }
     }
 
     /// Every held member goes with the next write.
@@ -404,10 +424,10 @@ public actor ConversationLedger {
     /// to `maxSlots`, and every look-up paid for the table's size); when there are still more than `maxSlots`,
     /// every written window goes and is counted from the store's totals again.
     private func forgetEndedWindows() {
-        guard slots.count > max(4_096, 2 * slotsAfterForgetting) else { return }
+        guard slots.count > min(timing.maxSlots, max(4_096, 2 * slotsAfterForgetting)) else { return }
         defer { slotsAfterForgetting = slots.count }
-        // Held members of windows that ended are of no use to anyone; the others are still this daemon's to write.
-        held = held.filter { $0.value.end > latest }
+        // Held members are still this daemon's to write (those of windows long ended go first).
+        dropEndedHeld()
         let waiting = pending.slots.union(held.keys)
         slots = slots.filter { $0.value.end > latest || waiting.contains($0.key) }
         loadedFamilies = loadedFamilies.filter { $0.value > latest }
