@@ -132,17 +132,18 @@ public actor ConversationLedger {
         // Families of keys (a sender's texts) read at once, with the end of their window; keys of theirs held for the read.
         var families: [CounterSlot: Int] = [:]
         var familyKeys: [CounterSlot] = []
-        // A counter of an account's first hours does not apply to a sender whose relations are held and who is older
-        // (or of unknown age): it is neither read nor counted (`add` would skip it below in any case).
-        func applies(_ counter: CounterIncrement) -> Bool {
-            guard let maxAge = counter.maxSenderAge, let cached else { return true }
-            guard let created = cached.senderCreatedAt else { return false }
-            let age = now.timeIntervalSince(created)
+        // Whether a counter applies to a sender created then: one of an account's first hours does not to an older
+        // sender, or one of unknown age.
+        func applies(_ counter: CounterIncrement, senderCreatedAt: Date?) -> Bool {
+            guard let maxAge = counter.maxSenderAge else { return true }
+            guard let senderCreatedAt else { return false }
+            let age = now.timeIntervalSince(senderCreatedAt)
             return age >= 0 && age < maxAge
         }
-        // Each counter's slot, made (and hashed) once for the message.
+        // Each counter's slot, made (and hashed) once for the message. A counter that does not apply to a sender whose
+        // relations are held is neither read nor counted (it is not counted below in any case).
         var made = [CounterSlot?](repeating: nil, count: counters.count)
-        for (index, counter) in counters.enumerated() where applies(counter) {
+        for (index, counter) in counters.enumerated() where cached.map({ applies(counter, senderCreatedAt: $0.senderCreatedAt) }) ?? true {
             let slot = CounterSlot(counter, at: now)
             made[index] = slot
             let kind = WindowKind(seconds: counter.windowSeconds, distinct: counter.member != nil)
@@ -223,7 +224,6 @@ public actor ConversationLedger {
                 pairs[pair] = CachedFacts(facts: facts, readAt: readAt)
             }
         }
-        let age = facts.senderCreatedAt.map { now.timeIntervalSince($0) }
         // A request already counted for this very message (read before a crash, or its id sent again) is not a second
         // request: the rules are decided without it (blocks and follows apply as for any message).
         let ownRequest = facts.requestItems.contains(itemId.rawValue)
@@ -239,9 +239,7 @@ public actor ConversationLedger {
         var values: [Int?] = []
         values.reserveCapacity(counters.count)
         for (index, counter) in counters.enumerated() {
-            if let maxAge = counter.maxSenderAge {
-                guard let age, age >= 0, age < maxAge else { values.append(nil); continue }
-            }
+            guard applies(counter, senderCreatedAt: facts.senderCreatedAt) else { values.append(nil); continue }
             let slot = made[index] ?? CounterSlot(counter, at: now)
             // Recorded already with this text (a replay): its counters were written when it was first read, so they
             // are read, not added to again.
@@ -320,12 +318,10 @@ public actor ConversationLedger {
             if let member = written.singletons[slot], total == 0 {
                 // The store has no member in this window: it stays this daemon's alone, unless a second member was
                 // counted while the write was under way (that one is pending; this one goes with it).
-                if pending.members[slot] != nil {
-                    pending.members[slot, default: []].insert(member)
-                } else if let end = slots[slot]?.end {
+                // (A window no longer in memory, only when more than `maxSlots` were, has its member written, not lost.)
+                if pending.members[slot] == nil, let end = slots[slot]?.end {
                     held[slot] = HeldMember(member: member, end: end)
                 } else {
-                    // Its window is no longer in memory (only when more than `maxSlots` were): written, not lost.
                     pending.members[slot, default: []].insert(member)
                 }
                 continue
@@ -334,10 +330,7 @@ public actor ConversationLedger {
             let since = pending.amounts[slot] ?? pending.members[slot]?.count ?? (pending.singletons[slot] == nil ? 0 : 1)
             slots[slot]?.total = total + since
         }
-        if latest > heldPrunedAt {
-            dropEndedHeld()
-            heldPrunedAt = latest
-        }
+        dropEndedHeld()
         if held.count > timing.maxHeld { releaseHeld() }
         forgetEndedWindows()
     }
@@ -347,6 +340,8 @@ public actor ConversationLedger {
     /// files are read one after another) starts that window again from the store, which never had the member, so the
     /// text counts one recipient short there, as after `kill -9`. Lines less out of order than that count in full.
     private func dropEndedHeld() {
+        guard latest > heldPrunedAt else { return }
+        heldPrunedAt = latest
         var dropped: [CounterSlot] = []
         held = held.filter { slot, held in
             let kept = held.end + (held.end - slot.windowStart) > latest
