@@ -67,8 +67,13 @@ public actor ConversationLedger {
 
     struct HeldMember {
         var member: String
-        /// When its window ends (seconds since 1970): then it is dropped, never written.
-        var end: Int
+        /// When it is dropped, never written (seconds since 1970): a window's length after its window ends.
+        var dropAt: Int
+
+        init(member: String, slot: CounterSlot, end: Int) {
+            self.member = member
+            dropAt = end + (end - slot.windowStart)
+        }
     }
 
     struct Slot {
@@ -78,6 +83,8 @@ public actor ConversationLedger {
         var members: Set<String>?
         /// When the window ends (seconds since 1970), so ended windows can be forgotten.
         var end: Int
+        /// In its kind's newest window's keys (`RecentWindow.keys`) already: listed once, not at every message.
+        var listed = false
     }
 
     let store: any StatusStore
@@ -94,8 +101,9 @@ public actor ConversationLedger {
     /// Distinct windows of a family whose only member (this daemon's, in `slots` too) the store was asked about and
     /// does not have: written once another member is counted, at a final flush, or when there are too many.
     private var held: [CounterSlot: HeldMember] = [:]
-    /// The newest window start when held members of ended windows were last dropped.
-    private var heldPrunedAt = 0
+    /// The soonest `dropAt` of the held members: they are looked through only once the newest window counted reaches
+    /// it (looking through them whenever the newest window moved cost as much as the rest of the ledger).
+    private var heldDropAt = Int.max
     /// How many windows were left when ended ones were last dropped.
     private var slotsAfterForgetting = 0
     private var pendingMessages = 0
@@ -172,12 +180,18 @@ public actor ConversationLedger {
                 }
                 windows[at] = RecentWindow(kind: kind, start: slot.windowStart)
             }
-            // A family's keys are read with their family, not one by one.
-            if slot.windowStart == windows[at].start {
-                if let family { windows[at].families.insert(family) } else { windows[at].keys.insert(slot) }
+            // A family's keys are read with their family, not one by one; other keys are listed once in their window.
+            let listing = slot.windowStart == windows[at].start && family == nil
+            if let family, slot.windowStart == windows[at].start { windows[at].families.insert(family) }
+            if let known = slots[slot] {
+                if listing, !known.listed {
+                    windows[at].keys.insert(slot)
+                    slots[slot]?.listed = true
+                }
+                continue
             }
-            guard slots[slot] == nil else { continue }
-            slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds)
+            if listing { windows[at].keys.insert(slot) }
+            slots[slot] = Slot(total: 0, members: kind.distinct ? [] : nil, end: slot.windowStart + kind.seconds, listed: listing)
             if let family {
                 // Once its family is read, a key new here is new to the store as of that read: it starts from nothing
                 // (what other daemons count in it after that comes back with this daemon's next write).
@@ -320,7 +334,9 @@ public actor ConversationLedger {
                 // counted while the write was under way (that one is pending; this one goes with it).
                 // (A window no longer in memory, only when more than `maxSlots` were, has its member written, not lost.)
                 if pending.members[slot] == nil, let end = slots[slot]?.end {
-                    held[slot] = HeldMember(member: member, end: end)
+                    let kept = HeldMember(member: member, slot: slot, end: end)
+                    held[slot] = kept
+                    heldDropAt = min(heldDropAt, kept.dropAt)
                 } else {
                     pending.members[slot, default: []].insert(member)
                 }
@@ -340,14 +356,15 @@ public actor ConversationLedger {
     /// files are read one after another) starts that window again from the store, which never had the member, so the
     /// text counts one recipient short there, as after `kill -9`. Lines less out of order than that count in full.
     private func dropEndedHeld() {
-        guard latest > heldPrunedAt else { return }
-        heldPrunedAt = latest
+        guard latest >= heldDropAt else { return }
         var dropped: [CounterSlot] = []
+        var soonest = Int.max
         held = held.filter { slot, held in
-            let kept = held.end + (held.end - slot.windowStart) > latest
-            if !kept { dropped.append(slot) }
+            let kept = held.dropAt > latest
+            if kept { soonest = min(soonest, held.dropAt) } else { dropped.append(slot) }
             return kept
         }
+        heldDropAt = soonest
         for slot in dropped { slots[slot] = nil }
     }
 
@@ -356,6 +373,7 @@ public actor ConversationLedger {
         for (slot, held) in held { pending.members[slot, default: []].insert(held.member) }
         for (slot, member) in pending.singletons { pending.members[slot, default: []].insert(member) }
         held.removeAll()
+        heldDropAt = .max
         pending.singletons.removeAll()
     }
 
@@ -373,12 +391,12 @@ public actor ConversationLedger {
     /// Adds one counter's part of a message to its window and returns the window's total.
     private func add(_ counter: CounterIncrement, in key: CounterSlot) -> Int {
         latest = max(latest, key.windowStart)
-        // Taken out of the table while it changes, so its members are not copied for every member added.
-        var slot = slots.removeValue(forKey: key) ?? Slot(total: 0, members: counter.member == nil ? nil : [], end: key.windowStart + counter.windowSeconds)
+        // Changed in place in the table (one look-up, and its members are not copied for every member added).
+        let (total, added) = Self.count(counter, in: &slots[key, default: Slot(total: 0, members: counter.member == nil ? nil : [],
+                                                                             end: key.windowStart + counter.windowSeconds)])
         if let member = counter.member {
-            if slot.members?.insert(member).inserted ?? false {
-                slot.total += 1
-                if counter.family != nil, slot.total == 1 {
+            if added {
+                if counter.family != nil, total == 1 {
                     // The window's only member as far as this daemon knows: asked about, not written.
                     pending.singletons[key] = member
                 } else {
@@ -390,11 +408,21 @@ public actor ConversationLedger {
                 }
             }
         } else {
-            slot.total += counter.amount
             pending.amounts[key, default: 0] += counter.amount
         }
-        slots[key] = slot
-        return slot.total
+        return total
+    }
+
+    /// One counter's part of a message added to its window: the window's total after it, and whether a distinct
+    /// counter's member is new there.
+    private static func count(_ counter: CounterIncrement, in slot: inout Slot) -> (total: Int, added: Bool) {
+        guard let member = counter.member else {
+            slot.total += counter.amount
+            return (slot.total, false)
+        }
+        guard slot.members?.insert(member).inserted ?? false else { return (slot.total, false) }
+        slot.total += 1
+        return (slot.total, true)
     }
 
     /// Reads the users whose relations changed since the last look and forgets their pairs (all pairs when the
