@@ -82,13 +82,18 @@ extension SQLiteStore {
                 try request.execute(arguments: [mark.sender, mark.recipient, mark.itemId])
             }
             var totals: [CounterSlot: Int] = [:]
-            let add = try db.cachedStatement(sql: """
-                INSERT INTO spamCounter (key, windowStart, count) VALUES (?, ?, ?)
-                ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
-                RETURNING count
-                """)
-            for (slot, amount) in tally.amounts {
-                totals[slot] = try Int.fetchOne(add, arguments: [slot.key, slot.windowStart, amount]) ?? amount
+            // Many windows to a statement (below): one statement per window cost more in GRDB's work around each step
+            // than in SQLite's, and the store's writer is the text queue's slower half.
+            for chunk in CounterStatements.exactChunks(Array(tally.amounts)) {
+                let add = try db.cachedStatement(sql: CounterStatements.addAmounts[chunk.count])
+                var values: [DatabaseValue] = []
+                values.reserveCapacity(chunk.count * 3)
+                for (slot, amount) in chunk {
+                    values += [slot.key.databaseValue, slot.windowStart.databaseValue, amount.databaseValue]
+                    totals[slot] = amount
+                }
+                let rows = try Row.fetchCursor(add, arguments: StatementArguments(values))
+                while let row = try rows.next() { totals[CounterSlot(key: row[0], windowStart: row[1])] = row[2] }
             }
             let insertMember = try db.cachedStatement(sql: "INSERT OR IGNORE INTO spamDistinct (key, windowStart, member) VALUES (?, ?, ?)")
             let countMembers = try db.cachedStatement(sql: "SELECT COUNT(*) FROM spamDistinct WHERE key = ? AND windowStart = ?")
@@ -99,11 +104,18 @@ extension SQLiteStore {
                 totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? members.count
             }
             // A window only this daemon has a member in is left unwritten: a read, not a row (and its page's WAL frame).
+            var others: [CounterSlot: Int] = [:]
+            for (windowStart, slots) in Dictionary(grouping: tally.singletons.keys, by: \.windowStart) {
+                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
+                    let count = try db.cachedStatement(sql: CounterStatements.countMembers[keys.count])
+                    let rows = try Row.fetchCursor(count, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
+                    while let row = try rows.next() { others[CounterSlot(key: row[0], windowStart: windowStart)] = row[1] }
+                }
+            }
             for (slot, member) in tally.singletons {
-                let others = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? 0
-                if others > 0 {
+                if let count = others[slot], count > 0 {
                     try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
-                    totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? others + 1
+                    totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? count + 1
                 } else {
                     totals[slot] = 0
                 }
@@ -117,21 +129,37 @@ extension SQLiteStore {
                                   distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState {
         try await read("read the conversation of \(sender) and \(recipient)") { db in
             var state = ConversationState(facts: facts ? try Self.facts(db, sender: sender, recipient: recipient) : nil)
-            let total = try db.cachedStatement(sql: "SELECT count FROM spamCounter WHERE key = ? AND windowStart = ?")
-            for slot in counted {
-                if let count = try Int.fetchOne(total, arguments: [slot.key, slot.windowStart]) { state.totals[slot] = count }
+            // Many windows to a statement (a window turning reads the next window of every busy counter, hundreds of
+            // them, while the judging waits).
+            for (windowStart, slots) in Dictionary(grouping: counted, by: \.windowStart) {
+                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
+                    let total = try db.cachedStatement(sql: CounterStatements.totals[keys.count])
+                    let rows = try Row.fetchCursor(total, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
+                    while let row = try rows.next() { state.totals[CounterSlot(key: row[0], windowStart: windowStart)] = row[1] }
+                }
             }
-            let members = try db.cachedStatement(sql: "SELECT member FROM spamDistinct WHERE key = ? AND windowStart = ?")
-            for slot in distinct {
-                state.members[slot] = Set(try String.fetchAll(members, arguments: [slot.key, slot.windowStart]))
+            for slot in distinct { state.members[slot] = [] }
+            for (windowStart, slots) in Dictionary(grouping: distinct, by: \.windowStart) {
+                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
+                    let members = try db.cachedStatement(sql: CounterStatements.members[keys.count])
+                    let rows = try Row.fetchCursor(members, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
+                    while let row = try rows.next() { state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1]) }
+                }
             }
-            // A family's keys are one range of the primary key (text compares byte by byte here).
-            let family = try db.cachedStatement(sql: "SELECT key, member FROM spamDistinct WHERE key >= ? AND key < ? AND windowStart = ?")
-            for slot in families {
-                let range = slot.familyKeyRange
-                let rows = try Row.fetchCursor(family, arguments: [range.from, range.upTo, slot.windowStart])
-                while let row = try rows.next() {
-                    state.members[CounterSlot(key: row[0], windowStart: slot.windowStart), default: []].insert(row[1])
+            // A family's keys are one range of the primary key (text compares byte by byte here); several ranges are
+            // read by one statement (SQLite reads each range on the key and joins them).
+            for (windowStart, slots) in Dictionary(grouping: families, by: \.windowStart) {
+                for chunk in CounterStatements.paddedChunks(slots) {
+                    let family = try db.cachedStatement(sql: CounterStatements.families[chunk.count])
+                    var values = [windowStart.databaseValue]
+                    for slot in chunk {
+                        let range = slot.familyKeyRange
+                        values += [range.from.databaseValue, range.upTo.databaseValue]
+                    }
+                    let rows = try Row.fetchCursor(family, arguments: StatementArguments(values))
+                    while let row = try rows.next() {
+                        state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1])
+                    }
                 }
             }
             return state
@@ -208,4 +236,65 @@ extension SQLiteStore {
         }
     }
 
+}
+
+/// Statements over many counter windows at once. A read's keys go in chunks of at most `maxKeys`, each padded to a
+/// power of two with its last key again (a key asked for twice is read once), so only a few statement texts are ever
+/// prepared and cached; a write's rows, which must not repeat, go in chunks whose sizes are powers of two.
+enum CounterStatements {
+    static let maxKeys = 64
+
+    static func paddedChunks<Value>(_ values: [Value]) -> [[Value]] {
+        stride(from: 0, to: values.count, by: maxKeys).map { start in
+            var chunk = Array(values[start..<min(start + maxKeys, values.count)])
+            var size = 1
+            while size < chunk.count { size *= 2 }
+            if let last = chunk.last { chunk += repeatElement(last, count: size - chunk.count) }
+            return chunk
+        }
+    }
+
+    static func exactChunks<Value>(_ values: [Value]) -> [ArraySlice<Value>] {
+        var chunks: [ArraySlice<Value>] = []
+        var start = 0
+        var size = maxKeys
+        while start < values.count {
+            while size > values.count - start { size /= 2 }
+            chunks.append(values[start..<start + size])
+            start += size
+        }
+        return chunks
+    }
+
+    /// A statement's text for each chunk size (1, 2, 4, … `maxKeys`), made once: making it for every chunk cost as much
+    /// as binding its values.
+    struct SizedSQL: Sendable {
+        private let texts: [String]
+
+        init(_ make: (Int) -> String) {
+            texts = (0...maxKeys.trailingZeroBitCount).map { make(1 << $0) }
+        }
+
+        /// The text for `count` values (a power of two up to `maxKeys`, as the chunks are).
+        subscript(count: Int) -> String { texts[min(count.trailingZeroBitCount, texts.count - 1)] }
+    }
+
+    /// `count` copies of `each`, joined by `separator`.
+    static func placeholders(_ count: Int, each: String = "?", separator: String = ", ") -> String {
+        repeatElement(each, count: count).joined(separator: separator)
+    }
+
+    static let addAmounts = SizedSQL { count in
+        """
+        INSERT INTO spamCounter (key, windowStart, count) VALUES \(placeholders(count, each: "(?, ?, ?)"))
+        ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
+        RETURNING key, windowStart, count
+        """
+    }
+    static let countMembers = SizedSQL { "SELECT key, COUNT(*) FROM spamDistinct WHERE windowStart = ? AND key IN (\(placeholders($0))) GROUP BY key" }
+    static let totals = SizedSQL { "SELECT key, count FROM spamCounter WHERE windowStart = ? AND key IN (\(placeholders($0)))" }
+    static let members = SizedSQL { "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND key IN (\(placeholders($0)))" }
+    static let families = SizedSQL {
+        "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND (\(placeholders($0, each: "(key >= ? AND key < ?)", separator: " OR ")))"
+    }
 }

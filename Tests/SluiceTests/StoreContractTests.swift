@@ -296,6 +296,45 @@ import Testing
         #expect(none.members.isEmpty)
     }
 
+    /// Hundreds of windows in one write or read (a busy minute's flood counters, a window turning for every sender):
+    /// every one comes back with its own total or members, whatever their number, over two windows at once, with the
+    /// windows nobody counted in absent and a text sent once written only beside another writer's member.
+    @Test(arguments: StoreBackend.available)
+    func hundredsOfWindowsAreWrittenAndReadInOneGo(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        let window = 1_800_000_000
+        let now = Date(timeIntervalSince1970: Double(window))
+        func slot(_ key: String, _ start: Int = window) -> CounterSlot { CounterSlot(key: key, windowStart: start) }
+        // 150 counters in this window and 37 in the next: amounts 1...187, written twice (a second writer adds as much).
+        let counted = (0..<187).map { slot("spam.flood:u\($0)", $0 < 150 ? window : window + 60) }
+        let amounts = Dictionary(uniqueKeysWithValues: counted.enumerated().map { ($1, $0 + 1) })
+        #expect(try await store.recordMessageTally(MessageTally(amounts: amounts), now: now) == amounts)
+        let doubled = amounts.mapValues { $0 * 2 }
+        #expect(try await store.recordMessageTally(MessageTally(amounts: amounts), now: now) == doubled)
+        // 130 texts with members (one or two), of 65 senders; 70 more texts sent once, half of them beside another writer's member.
+        let distinct = (0..<130).map { slot("spam.duplicates:s\($0 % 65):t\($0)") }
+        let members = Dictionary(uniqueKeysWithValues: distinct.enumerated().map { ($1, $0 % 2 == 0 ? Set(["r\($0)"]) : ["r\($0)", "x"]) })
+        _ = try await store.recordMessageTally(MessageTally(members: members), now: now)
+        let once = (0..<70).map { slot("spam.duplicates:s\($0 % 65):once\($0)") }
+        _ = try await store.recordMessageTally(MessageTally(members: Dictionary(uniqueKeysWithValues: once.prefix(35).map { ($0, ["other"]) })), now: now)
+        let asked = try await store.recordMessageTally(MessageTally(singletons: Dictionary(uniqueKeysWithValues: once.map { ($0, "mine") })), now: now)
+        #expect(asked == Dictionary(uniqueKeysWithValues: once.enumerated().map { ($1, $0 < 35 ? 2 : 0) }))
+
+        let unknown = (0..<20).map { slot("spam.flood:nobody\($0)") }
+        let state = try await store.conversationState(sender: "s0", recipient: "r0", facts: false, counted: counted + unknown,
+                                                      distinct: distinct + [slot("spam.duplicates:s0:none")])
+        #expect(state.totals == doubled)
+        var expected = members
+        expected[slot("spam.duplicates:s0:none")] = []
+        #expect(state.members == expected)
+        // Every sender's family at once: its texts with members, and a sent-once text only where the other writer had one.
+        let families = (0..<65).map { slot("spam.duplicates:s\($0)") } + [slot("spam.duplicates:s0", window + 600)]
+        let read = try await store.conversationState(sender: "s0", recipient: "r0", facts: false, counted: [], distinct: [], families: families)
+        var all = members
+        for (index, text) in once.enumerated() where index < 35 { all[text] = ["other", "mine"] }
+        #expect(read.members == all)
+    }
+
     /// Counts written with a message dated far ahead of this host's clock (an app's `sentAt`) never sweep away the
     /// windows being counted now: the stores sweep ended windows now and then (1 write in 64), and a sweep by such a
     /// date took every current counter with it, so the next count started from zero. 400 writes: without the guard
