@@ -15,7 +15,12 @@ import Testing
     @Test func everyTextGetsTheFingerprintOfItsLetters() {
         var texts = ["", "see you at the cocktail bar later #41", "BUY NOW!!! http://spam.example/x?a=1", "Hello, World! 123",
                      "hello-world", "  HeLLo\tWORLD\n", "Scunthorpe won again", "12345 !@#$%^&*()", "Zz{|}~`[\\]^_@AaZz",
-                     "Héllo wörld", "ΑΒΓ δεζ", "straße STRASSE", "İstanbul", "emoji 😀 only", "mixed ascii and ß", "\u{0301}accent"]
+                     "Héllo wörld", "ΑΒΓ δεζ", "straße STRASSE", "İstanbul", "emoji 😀 only", "mixed ascii and ß", "\u{0301}accent",
+                     // Scalars whose lowercase is ASCII, several scalars, or another script's letter; titlecase digraphs,
+                     // final sigma, ligatures, full-width letters, emoji sequences, scripts without case.
+                     "\u{212A}elvin \u{212B}ngstr\u{00F6}m \u{2126}hm", "ẞig \u{0130}I ı", "ǅungla ǈ ǋ", "ΟΔΟΣ ΣΟΦΟΣ ς", "ﬀ ﬁ ﬃ ŉ",
+                     "ＡＢＣ ｄｅｆ", "Ꭰ Ꮿ ꭰ", "👩‍👩‍👧 🇫🇷 👍🏽 thanks 🙏", "soooo good 😂😂", "한국어 日本語 عربى हिन्दी", "Ⅻ ⓐ Ⓩ",
+                     "𐐀𐐨 Deseret", "e\u{0301} E\u{0301}", "\u{00C5}\u{0041}\u{030A}"]
         // Every ASCII character, alone and in a line.
         texts += (0..<128).map { String(UnicodeScalar(UInt8($0))) }
         texts.append(String(String.UnicodeScalarView((0..<128).compactMap { UnicodeScalar($0) })))

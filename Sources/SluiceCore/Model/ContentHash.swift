@@ -11,12 +11,21 @@ public enum ContentHash {
     /// The whole digest of a string's UTF-8 (a text's content hash), without copying it into `Data` first.
     public static func sha256(utf8 text: String) -> String {
         var text = text
-        return text.withUTF8 { hex(SHA256.hash(data: UnsafeRawBufferPointer($0)), bytes: 32) }
+        return text.withUTF8 { hex(digest(UnsafeRawBufferPointer($0)), bytes: 32) }
     }
 
     /// The first `bytes` bytes of the digest as hex.
     public static func sha256Prefix<Bytes: DataProtocol>(_ data: Bytes, bytes: Int) -> String {
-        hex(SHA256.hash(data: data), bytes: bytes)
+        // Contiguous bytes (an array: a message's fingerprint) are hashed in place, not through `DataProtocol`'s regions.
+        data.withContiguousStorageIfAvailable { hex(digest(UnsafeRawBufferPointer($0)), bytes: bytes) }
+            ?? hex(SHA256.hash(data: data), bytes: bytes)
+    }
+
+    /// SHA-256 of bytes in memory, handed to the hash as one buffer.
+    private static func digest(_ bytes: UnsafeRawBufferPointer) -> SHA256.Digest {
+        var hasher = SHA256()
+        hasher.update(bufferPointer: bytes)
+        return hasher.finalize()
     }
 
     private static func hex(_ digest: SHA256.Digest, bytes: Int) -> String {

@@ -217,15 +217,29 @@ public enum MessageSignals {
     }
 
     private static func fingerprint(unicode text: String) -> String {
-        // Lowercasing can make ASCII of what was not ("İ" is "i" and a combining dot): the letters are picked after it.
-        // An ASCII scalar is a letter when it is a-z (nothing lowercased is A-Z); others are looked up.
-        var letters = String.UnicodeScalarView()
-        for scalar in text.lowercased().unicodeScalars {
+        // `lowercased()` maps each scalar on its own (its full lowercase mapping), so the letters are picked scalar by
+        // scalar from those mappings, without lowercasing the whole text into a new string first (that was most of the
+        // cost of a message with an emoji). Lowercasing can make ASCII of what was not ("K", the Kelvin sign, is "k";
+        // "İ" is "i" and a combining dot): an ASCII scalar is a letter when it is a-z (nothing lowercased is A-Z);
+        // others are looked up.
+        var letters: [UInt8] = []
+        letters.reserveCapacity(text.utf8.count)
+        func keep(_ scalar: Unicode.Scalar) {
             if scalar.isASCII ? (scalar.value >= 0x61 && scalar.value <= 0x7A) : CharacterSet.letters.contains(scalar) {
-                letters.append(scalar)
+                UTF8.encode(scalar) { letters.append($0) }
             }
         }
-        return ContentHash.sha256Prefix(Array(String(letters).utf8), bytes: 12)
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII {
+                let byte = UInt8(scalar.value)
+                if byte >= 0x41 && byte <= 0x5A { letters.append(byte | 0x20) } else if byte >= 0x61 && byte <= 0x7A { letters.append(byte) }
+            } else if scalar.properties.changesWhenLowercased {
+                for lowered in scalar.properties.lowercaseMapping.unicodeScalars { keep(lowered) }
+            } else {
+                keep(scalar)
+            }
+        }
+        return ContentHash.sha256Prefix(letters, bytes: 12)
     }
 }
 
