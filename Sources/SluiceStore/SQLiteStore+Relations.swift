@@ -127,7 +127,7 @@ extension SQLiteStore {
 
     public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
                                   distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState {
-        try await read("read the conversation of \(sender) and \(recipient)") { db in
+        try readNow("read the conversation of \(sender) and \(recipient)") { db in
             var state = ConversationState(facts: facts ? try Self.facts(db, sender: sender, recipient: recipient) : nil)
             // Many windows to a statement (a window turning reads the next window of every busy counter, hundreds of
             // them, while the judging waits).
@@ -167,7 +167,7 @@ extension SQLiteStore {
     }
 
     public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
-        try await read("read relation changes") { db in
+        try readNow("read relation changes") { db in
             guard let seq else {
                 return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? 0, complete: true)
             }
