@@ -438,9 +438,10 @@ public struct SQLiteStore: StatusStore {
     }
 
     /// A short read on the calling thread, waiting for a reader connection rather than handing the work to the pool's
-    /// queue and waiting to be resumed: for the reads the judging waits on (indexed rows: a pair's relations, a window turn's counters), where that hand-over
-    /// and resumption on two busy cores took most of the read's time. It blocks its thread for that read: only the
-    /// daemon's conversation rules use it (`sluice serve` runs on NIO's event loops, where nothing may block).
+    /// queue and waiting to be resumed: for the reads the judging waits on (indexed rows: a pair's relations, a window
+    /// turn's counters), where that hand-over and resumption on two busy cores took most of the read's time. It blocks
+    /// its thread for that read: only the daemon's conversation rules use it (`sluice serve` runs on NIO's event
+    /// loops, where nothing may block).
     func readNow<T>(_ operation: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
         do { return try writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }
