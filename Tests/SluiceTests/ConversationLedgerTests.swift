@@ -189,6 +189,32 @@ import Testing
         #expect(try await Self.duplicateMembers(store, "board meeting notes") == ["r0", "r2"])
     }
 
+    /// A held text is dropped, never written, a window's length after its window ends (a line dated that far behind
+    /// the newest counts that text one recipient short, as README says), whenever it was held; texts held in later
+    /// windows stay held and are written when the daemon stops.
+    @Test func aHeldTextIsDroppedAWindowsLengthAfterItsWindowEnds() async throws {
+        let (store, _) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(store, ["ann"] + (0..<6).map { "r\($0)" })
+        func members(_ text: String, id letter: String, window: Int) async throws -> Set<String> {
+            let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("\(text) \(letter)"))", windowStart: 1_800_000_000 + window)
+            return try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
+        }
+        let one = Self.rules(store)
+        func send(_ id: String, to recipient: String, _ text: String, at second: Int) async throws {
+            _ = try await one.judge(Self.message(id, to: recipient, text, at: second), now: Self.minute.addingTimeInterval(Double(second)))
+            try await one.ledger.flush()
+        }
+        try await send("m0", to: "r0", "board meeting notes", at: 0)      // the first ten minutes: held until 20:00
+        try await send("q1", to: "r1", "quarterly numbers", at: 700)      // the next ten: held until 30:00
+        try await send("l1", to: "r2", "lunch plans", at: 100)            // the first ten again: held until 20:00 too
+        try await send("s2", to: "r3", "something else", at: 1_300)       // 21:40: the first ten minutes' texts go
+        try await one.ledger.flush(final: true)
+        #expect(try await members("board meeting notes", id: "m", window: 0) == [], "dropped, never written")
+        #expect(try await members("lunch plans", id: "l", window: 0) == [], "dropped, never written")
+        #expect(try await members("quarterly numbers", id: "q", window: 600) == ["r1"], "still held, written at the stop")
+        #expect(try await members("something else", id: "s", window: 1_200) == ["r3"])
+    }
+
     @Test func aBlockReachesARunningDaemonAndRequestsAreWrittenOnce() async throws {
         let (daemonStore, apiStore) = try Self.sharedStores()
         var timing = ConversationLedger.Timing()
