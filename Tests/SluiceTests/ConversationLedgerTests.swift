@@ -172,6 +172,30 @@ import Testing
         return try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
     }
 
+    /// A text's second recipient counted while the write asking about its first is still under way (the store's writer
+    /// busy with another connection's transaction) is written with the first: neither is left held.
+    @Test func aSecondRecipientCountedWhileTheFirstIsBeingAskedAboutIsWrittenWithIt() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
+        let store = try SQLiteStore(path: path)
+        try await Self.everyoneMayMessage(store, ["ann", "r0", "r1"])
+        var timing = ConversationLedger.Timing()
+        timing.flushSize = 1
+        let rules = Self.rules(store, timing: timing)
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        // The first recipient starts a write (every message does here), which waits for the lock…
+        _ = try await rules.judge(Self.message("m0", to: "r0", "minutes of the meeting", at: 0), now: Self.minute)
+        // …and the second is counted meanwhile.
+        _ = try await rules.judge(Self.message("m1", to: "r1", "minutes of the meeting", at: 1), now: Self.minute.addingTimeInterval(1))
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        try await rules.ledger.flush()
+        let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("minutes of the meeting m"))", windowStart: 1_800_000_000)
+        let state = try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot])
+        #expect(state.members[slot] == ["r0", "r1"], "both written before the daemon stops")
+    }
+
     /// A line of an earlier window read after a newer one (files are read one after another, and `sentAt` is the
     /// app's word) still counts with a text held in it: a held text is kept a window's length after its window ends.
     @Test func aHeldTextStillCountsALineALittleOutOfOrder() async throws {
