@@ -196,6 +196,37 @@ import Testing
         #expect(state.members[slot] == ["r0", "r1"], "both written before the daemon stops")
     }
 
+    /// A write that fails loses nothing: a text's first recipient, asked about in the failed write, and its second,
+    /// counted meanwhile, are both written by the next write, and every message is counted once.
+    @Test func aFailedWriteKeepsATextsRecipientsForTheNext() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
+        let store = try SQLiteStore(path: path)
+        try await Self.everyoneMayMessage(store, ["ann", "r0", "r1"])
+        var timing = ConversationLedger.Timing()
+        timing.flushSize = 1
+        let rules = Self.rules(store, timing: timing)
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
+        // The first write (ann's flood counter at 1) fails; the next (at 2) does not.
+        try await writer.write { db in
+            try db.execute(sql: """
+                CREATE TRIGGER failFirstCount BEFORE INSERT ON spamCounter WHEN NEW.key = 'spam.flood:ann' AND NEW.count = 1
+                BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                """)
+        }
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        _ = try await rules.judge(Self.message("m0", to: "r0", "agenda for friday", at: 0), now: Self.minute)
+        _ = try await rules.judge(Self.message("m1", to: "r1", "agenda for friday", at: 1), now: Self.minute.addingTimeInterval(1))
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        try await rules.ledger.flush()
+        let flood = CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)
+        let text = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("agenda for friday m"))", windowStart: 1_800_000_000)
+        let state = try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [flood], distinct: [text])
+        #expect(state.totals[flood] == 2, "each message counted once")
+        #expect(state.members[text] == ["r0", "r1"])
+    }
+
     /// A line of an earlier window read after a newer one (files are read one after another, and `sentAt` is the
     /// app's word) still counts with a text held in it: a held text is kept a window's length after its window ends.
     @Test func aHeldTextStillCountsALineALittleOutOfOrder() async throws {
