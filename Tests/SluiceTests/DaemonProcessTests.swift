@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import SluiceAPI
 import SluiceCore
+import SluicePipeline
 import SluiceServices
 import SluiceStore
 import SluiceTesting
@@ -100,6 +101,44 @@ import Testing
         #expect(daemon.terminationStatus == 0)
         #expect(inFlight)
         #expect(try await root.store().item("newuser/second")?.status == .approved, "in-flight item finished before exit")
+    }
+
+    /// A text sent to one recipient is held in the running daemon's memory, not written (README, "Conversation rules");
+    /// a daemon in watch mode stopped by SIGTERM writes it as it drains, so the next daemon counts that recipient.
+    @Test func watchModeWritesTheTextsItHoldsOnSIGTERM() async throws {
+        let root = try TemporaryDataRoot()
+        let server = try await FakeVisionServer.always(cleanResult)
+        defer { server.stop() }
+        do {
+            let services = try await Services.live(config: root.config(endpoint: server.endpoint), environment: [:], logger: quietLogger)
+            try await services.relations.setProfile(RelationUser(userId: "r0", messagePrivacy: .anyone))
+        }
+        let config = try root.writeConfigFile(endpoint: server.endpoint)
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        let queue = root.url.appendingPathComponent("queues/text")
+        try FileManager.default.createDirectory(at: queue, withIntermediateDirectories: true)
+        let line = #"{"id": "h0", "userId": "zed", "recipientId": "r0", "text": "cheap watches today", "sentAt": "2027-01-15T08:00:00Z"}"#
+        try Data((line + "\n").utf8).writeClosingOnExec(to: queue.appendingPathComponent(".held.jsonl"))
+        try FileManager.default.moveItem(at: queue.appendingPathComponent(".held.jsonl"), to: queue.appendingPathComponent("held.jsonl"))
+        var status: ItemStatus?
+        await waitUntil {
+            status = try? await root.storeWhenReady()?.item("h0")?.status
+            return status?.isFinal == true
+        }
+        #expect(status == .approved)
+        let slot = CounterSlot(key: "spam.duplicates:zed:\(MessageSignals.fingerprint("cheap watches today"))", windowStart: 1_800_000_000)
+        func members() async throws -> Set<String> {
+            try await root.store().conversationState(sender: "zed", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
+        }
+        #expect(try await members() == [], "held while the daemon runs")
+        kill(daemon.processIdentifier, SIGTERM)
+        #expect(await waitForExit(daemon, seconds: 60), "sluice run did not stop on SIGTERM")
+        #expect(daemon.terminationStatus == 0)
+        #expect(try await members() == ["r0"], "written as the daemon stopped")
     }
 
     /// An upload re-sent under the same id while the first is being classified: the first verdict keeps the bytes
