@@ -12,6 +12,9 @@ public struct SQLiteStore: StatusStore {
     private let writer: any DatabaseWriter
     /// Checkpoints the log of a store file beside its writer (nil in memory and read-only).
     private let checkpointer: WALCheckpointer?
+    /// A read-only connection of its own for `readNow` (nil where the writer is a `DatabaseQueue`: in memory and
+    /// read-only, whose synchronous reads need nothing else to go on).
+    private let nowReader: DatabaseQueue?
 
     /// Opens (creating if needed) the store file in WAL mode and migrates it. `readOnly` opens an existing
     /// store without ever writing to it (dry runs): it must already be migrated.
@@ -47,6 +50,7 @@ public struct SQLiteStore: StatusStore {
                     throw StoreError(operation: "open store at \(path.path) read-only", message: "it needs migrating; run sluice once without --dry-run")
                 }
                 writer = queue
+                nowReader = nil
                 return
             }
             try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -55,6 +59,9 @@ public struct SQLiteStore: StatusStore {
                 try Self.migrator.migrate(pool)
                 return pool
             }
+            var reading = configuration
+            reading.readonly = true
+            nowReader = try DatabaseQueue(path: path.path, configuration: reading)
         } catch let error as StoreError {
             throw error
         } catch {
@@ -103,6 +110,7 @@ public struct SQLiteStore: StatusStore {
     init(writer: any DatabaseWriter) {
         self.writer = writer
         checkpointer = nil
+        nowReader = nil
     }
 
     private static var migrator: DatabaseMigrator {
@@ -437,13 +445,21 @@ public struct SQLiteStore: StatusStore {
         do { return try await writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
     }
 
-    /// A short read on the calling thread, waiting for a reader connection rather than handing the work to the pool's
-    /// queue and waiting to be resumed: for the reads the judging waits on (indexed rows: a pair's relations, a window
-    /// turn's counters), where that hand-over and resumption on two busy cores took most of the read's time. It blocks
-    /// its thread for that read: only the daemon's conversation rules use it (`sluice serve` runs on NIO's event
-    /// loops, where nothing may block).
+    /// A short read on the calling thread rather than handed to a reader queue and resumed: for the reads the
+    /// conversation rules' judging waits on (indexed rows: a pair's relations, a window turn's counters), where that
+    /// hand-over and resumption on two busy cores took most of the read's time. It runs on a read-only connection of
+    /// its own, never on the pool's readers: a blocked thread waiting for one of them could wait for good, since the
+    /// async reads holding them give them back only once they resume on Swift's pool, whose threads (one per core)
+    /// could all be waiting here. Two at once take turns on that connection, each finishing on its own thread. It
+    /// blocks its thread for the read and does not see cancellation; only the daemon's rules call the two methods that
+    /// use it (`sluice serve` runs on NIO's event loops, where nothing may block, and never does).
     func readNow<T>(_ operation: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try writer.read(body) } catch { throw StoreError(operation: operation, underlying: error) }
+        do {
+            if let nowReader { return try nowReader.read(body) }
+            return try writer.read(body)
+        } catch {
+            throw StoreError(operation: operation, underlying: error)
+        }
     }
 
     /// `?, ?, …` for an `IN (…)` list.
