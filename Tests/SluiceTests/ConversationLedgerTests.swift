@@ -244,9 +244,26 @@ import Testing
         #expect(try await Self.duplicateMembers(store, "board meeting notes") == ["r0", "r2"])
     }
 
+    /// Lines of a window already far behind the newest (an older file read after a newer one) are not held at all, but
+    /// written: a text sent to one recipient per write still reaches the duplicates signal at its sixth recipient.
+    @Test func aTextOfAWindowFarBehindIsWrittenNotHeld() async throws {
+        let (store, _) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(store, ["ann"] + (0..<6).map { "r\($0)" })
+        let one = Self.rules(store)
+        _ = try await one.judge(Self.message("n0", to: "r0", "newer file", at: 1_300), now: Self.minute.addingTimeInterval(1_300))
+        try await one.ledger.flush()
+        var outcomes: [ConversationVerdict.Outcome] = []
+        for index in 0..<6 {
+            let message = Self.message("m\(index)", to: "r\(index)", "old announcement", at: 5)
+            outcomes.append(try await one.judge(message, now: Self.minute.addingTimeInterval(5)).outcome)
+            try await one.ledger.flush()
+        }
+        #expect(outcomes == [.none, .none, .none, .none, .none, .review], "\(outcomes)")
+    }
+
     /// A held text is dropped, never written, a window's length after its window ends (a line dated that far behind
-    /// the newest counts that text one recipient short, as README says), whenever it was held; texts held in later
-    /// windows stay held and are written when the daemon stops.
+    /// the newest counts that text one recipient short, as README says), even when a text of a later window was held
+    /// after it; that later text stays held and is written when the daemon stops.
     @Test func aHeldTextIsDroppedAWindowsLengthAfterItsWindowEnds() async throws {
         let (store, _) = try Self.sharedStores()
         try await Self.everyoneMayMessage(store, ["ann"] + (0..<6).map { "r\($0)" })
@@ -260,8 +277,8 @@ import Testing
             try await one.ledger.flush()
         }
         try await send("m0", to: "r0", "board meeting notes", at: 0)      // the first ten minutes: held until 20:00
-        try await send("q1", to: "r1", "quarterly numbers", at: 700)      // the next ten: held until 30:00
-        try await send("l1", to: "r2", "lunch plans", at: 100)            // the first ten again: held until 20:00 too
+        try await send("l1", to: "r2", "lunch plans", at: 100)            // held until 20:00 too
+        try await send("q1", to: "r1", "quarterly numbers", at: 700)      // the next ten, held last: until 30:00
         try await send("s2", to: "r3", "something else", at: 1_300)       // 21:40: the first ten minutes' texts go
         try await one.ledger.flush(final: true)
         #expect(try await members("board meeting notes", id: "m", window: 0) == [], "dropped, never written")

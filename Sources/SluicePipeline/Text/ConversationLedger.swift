@@ -23,7 +23,8 @@ import SluiceCore
 ///   `maxHeld` are held. Until then other daemons do not see it: a text can reach one recipient more per other
 ///   daemon before the duplicates signal fires, and a daemon killed with `kill -9` loses the ones it held (a text
 ///   then counts one recipient less in that window). A held member is dropped a window's length after its window
-///   ends (a line dated that far behind the newest one counted counts that text one recipient short).
+///   ends (a line dated that far behind the newest one counted counts that text one recipient short); a text of a
+///   window already that far behind is written, not held.
 public actor ConversationLedger {
     public struct Timing: Sendable {
         public var syncInterval: Duration = .milliseconds(100)
@@ -335,9 +336,11 @@ public actor ConversationLedger {
             if let member = written.singletons[slot], total == 0 {
                 // The store has no member in this window: it stays this daemon's alone, unless a second member was
                 // counted while the write was under way (that one is pending; this one goes with it).
-                // (A window no longer in memory, only when more than `maxSlots` were, has its member written, not lost.)
-                if pending.members[slot] == nil, let end = slots[slot]?.end {
-                    let kept = HeldMember(member: member, slot: slot, end: end)
+                // (A window no longer in memory, only when more than `maxSlots` were, has its member written, not lost;
+                // so does one already due to be dropped, a line of a window far behind the newest: held, it would be
+                // dropped at once, and each of its text's recipients after it would count from one again.)
+                let kept = slots[slot].map { HeldMember(member: member, slot: slot, end: $0.end) }
+                if pending.members[slot] == nil, let kept, kept.dropAt > latest {
                     held[slot] = kept
                     heldDropAt = min(heldDropAt, kept.dropAt)
                 } else {
