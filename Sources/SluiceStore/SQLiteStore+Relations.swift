@@ -275,8 +275,12 @@ enum CounterStatements {
             texts = (0...maxKeys.trailingZeroBitCount).map { make(1 << $0) }
         }
 
-        /// The text for `count` values (a power of two up to `maxKeys`, as the chunks are).
-        subscript(count: Int) -> String { texts[min(count.trailingZeroBitCount, texts.count - 1)] }
+        /// The text for `count` values (a power of two up to `maxKeys`, as the chunks are; any other count is a
+        /// programming error, which would otherwise bind the wrong number of values).
+        subscript(count: Int) -> String {
+            precondition(count > 0 && count <= maxKeys && count.nonzeroBitCount == 1, "a chunk of \(count) counter windows")
+            return texts[count.trailingZeroBitCount]
+        }
     }
 
     /// `count` copies of `each`, joined by `separator`.
