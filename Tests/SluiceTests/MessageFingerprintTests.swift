@@ -28,6 +28,21 @@ import Testing
             #expect(MessageSignals.fingerprint(text) == Self.definition(text), "\(text.debugDescription)")
         }
         #expect(MessageSignals.fingerprint("Hello, World! 123") == MessageSignals.fingerprint("hello world"), "near-duplicates share it")
+    }
+
+    /// The fingerprint takes each scalar's lowercase mapping only where `changesWhenLowercased` says it changes: for
+    /// every scalar, the two agree (what `String.lowercased()` does is map each scalar on its own).
+    @Test func everyScalarThatChangesWhenLowercasedIsOneWhoseMappingDiffers() {
+        var disagreeing: [String] = []
+        for value in UInt32(0x80)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let mapped = scalar.properties.lowercaseMapping
+            if scalar.properties.changesWhenLowercased != (mapped.unicodeScalars.count != 1 || mapped.unicodeScalars.first != scalar) {
+                disagreeing.append(String(value, radix: 16))
+            }
+            if String(scalar).lowercased() != mapped { disagreeing.append("lowercased \(String(value, radix: 16))") }
+        }
+        #expect(disagreeing.isEmpty, "\(disagreeing.prefix(20))")
         #expect(MessageSignals.fingerprint("hello world") != MessageSignals.fingerprint("hello word"))
     }
 }
