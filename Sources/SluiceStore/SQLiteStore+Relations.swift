@@ -105,12 +105,8 @@ extension SQLiteStore {
             }
             // A window only this daemon has a member in is left unwritten: a read, not a row (and its page's WAL frame).
             var others: [CounterSlot: Int] = [:]
-            for (windowStart, slots) in Dictionary(grouping: tally.singletons.keys, by: \.windowStart) {
-                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
-                    let count = try db.cachedStatement(sql: CounterStatements.countMembers[keys.count])
-                    let rows = try Row.fetchCursor(count, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
-                    while let row = try rows.next() { others[CounterSlot(key: row[0], windowStart: windowStart)] = row[1] }
-                }
+            try CounterStatements.eachRow(db, CounterStatements.countMembers, keysOf: tally.singletons.keys) { row, windowStart in
+                others[CounterSlot(key: row[0], windowStart: windowStart)] = row[1]
             }
             for (slot, member) in tally.singletons {
                 if let count = others[slot], count > 0 {
@@ -131,20 +127,12 @@ extension SQLiteStore {
             var state = ConversationState(facts: facts ? try Self.facts(db, sender: sender, recipient: recipient) : nil)
             // Many windows to a statement (a window turning reads the next window of every busy counter, hundreds of
             // them, while the judging waits).
-            for (windowStart, slots) in Dictionary(grouping: counted, by: \.windowStart) {
-                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
-                    let total = try db.cachedStatement(sql: CounterStatements.totals[keys.count])
-                    let rows = try Row.fetchCursor(total, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
-                    while let row = try rows.next() { state.totals[CounterSlot(key: row[0], windowStart: windowStart)] = row[1] }
-                }
+            try CounterStatements.eachRow(db, CounterStatements.totals, keysOf: counted) { row, windowStart in
+                state.totals[CounterSlot(key: row[0], windowStart: windowStart)] = row[1]
             }
             for slot in distinct { state.members[slot] = [] }
-            for (windowStart, slots) in Dictionary(grouping: distinct, by: \.windowStart) {
-                for keys in CounterStatements.paddedChunks(slots.map(\.key)) {
-                    let members = try db.cachedStatement(sql: CounterStatements.members[keys.count])
-                    let rows = try Row.fetchCursor(members, arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
-                    while let row = try rows.next() { state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1]) }
-                }
+            try CounterStatements.eachRow(db, CounterStatements.members, keysOf: distinct) { row, windowStart in
+                state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1])
             }
             // A family's keys are one range of the primary key (text compares byte by byte here); several ranges are
             // read by one statement (SQLite reads each range on the key and joins them).
@@ -245,8 +233,8 @@ enum CounterStatements {
     static let maxKeys = 64
 
     static func paddedChunks<Value>(_ values: [Value]) -> [[Value]] {
-        stride(from: 0, to: values.count, by: maxKeys).map { start in
-            var chunk = Array(values[start..<min(start + maxKeys, values.count)])
+        values.chunked(maxKeys).map { slice in
+            var chunk = Array(slice)
             var size = 1
             while size < chunk.count { size *= 2 }
             if let last = chunk.last { chunk += repeatElement(last, count: size - chunk.count) }
@@ -283,22 +271,35 @@ enum CounterStatements {
         }
     }
 
-    /// `count` copies of `each`, joined by `separator`.
-    static func placeholders(_ count: Int, each: String = "?", separator: String = ", ") -> String {
+    /// Runs `sql` (a window start, then keys) over the windows of `slots`, grouped by window start and in padded
+    /// chunks; `body` takes each row with the window start it was read for.
+    static func eachRow(_ db: Database, _ sql: SizedSQL, keysOf slots: some Sequence<CounterSlot>,
+                        _ body: (Row, Int) throws -> Void) throws {
+        for (windowStart, slots) in Dictionary(grouping: slots, by: \.windowStart) {
+            for keys in paddedChunks(slots.map(\.key)) {
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql[keys.count]),
+                                               arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
+                while let row = try rows.next() { try body(row, windowStart) }
+            }
+        }
+    }
+
+    /// `count` copies of `each`, joined by `separator` (`SQLiteStore.placeholders` for a list of single values).
+    static func repeated(_ each: String, _ count: Int, separator: String) -> String {
         repeatElement(each, count: count).joined(separator: separator)
     }
 
     static let addAmounts = SizedSQL { count in
         """
-        INSERT INTO spamCounter (key, windowStart, count) VALUES \(placeholders(count, each: "(?, ?, ?)"))
+        INSERT INTO spamCounter (key, windowStart, count) VALUES \(repeated("(?, ?, ?)", count, separator: ", "))
         ON CONFLICT(key, windowStart) DO UPDATE SET count = count + excluded.count
         RETURNING key, windowStart, count
         """
     }
-    static let countMembers = SizedSQL { "SELECT key, COUNT(*) FROM spamDistinct WHERE windowStart = ? AND key IN (\(placeholders($0))) GROUP BY key" }
-    static let totals = SizedSQL { "SELECT key, count FROM spamCounter WHERE windowStart = ? AND key IN (\(placeholders($0)))" }
-    static let members = SizedSQL { "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND key IN (\(placeholders($0)))" }
+    static let countMembers = SizedSQL { "SELECT key, COUNT(*) FROM spamDistinct WHERE windowStart = ? AND key IN (\(SQLiteStore.placeholders($0))) GROUP BY key" }
+    static let totals = SizedSQL { "SELECT key, count FROM spamCounter WHERE windowStart = ? AND key IN (\(SQLiteStore.placeholders($0)))" }
+    static let members = SizedSQL { "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND key IN (\(SQLiteStore.placeholders($0)))" }
     static let families = SizedSQL {
-        "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND (\(placeholders($0, each: "(key >= ? AND key < ?)", separator: " OR ")))"
+        "SELECT key, member FROM spamDistinct WHERE windowStart = ? AND (\(repeated("(key >= ? AND key < ?)", $0, separator: " OR ")))"
     }
 }
