@@ -207,11 +207,7 @@ public enum MessageSignals {
         letters.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             guard byte < 0x80 else { return fingerprint(unicode: text) }
-            if byte >= 0x41 && byte <= 0x5A {
-                letters.append(byte | 0x20)
-            } else if byte >= 0x61 && byte <= 0x7A {
-                letters.append(byte)
-            }
+            if ASCIISignals.isLetter(byte) { letters.append(byte | 0x20) }
         }
         return ContentHash.sha256Prefix(letters, bytes: 12)
     }
@@ -232,7 +228,7 @@ public enum MessageSignals {
         for scalar in text.unicodeScalars {
             if scalar.isASCII {
                 let byte = UInt8(scalar.value)
-                if byte >= 0x41 && byte <= 0x5A { letters.append(byte | 0x20) } else if byte >= 0x61 && byte <= 0x7A { letters.append(byte) }
+                if ASCIISignals.isLetter(byte) { letters.append(byte | 0x20) }
             } else if scalar.properties.changesWhenLowercased {
                 for lowered in scalar.properties.lowercaseMapping.unicodeScalars { keep(lowered) }
             } else {
