@@ -185,8 +185,9 @@ public actor ConversationLedger {
                 windows[at] = RecentWindow(kind: kind, start: slot.windowStart)
             }
             // A family's keys are read with their family, not one by one; other keys are listed once in their window.
-            let listing = slot.windowStart == windows[at].start && family == nil
-            if let family, slot.windowStart == windows[at].start { windows[at].families.insert(family) }
+            let newest = slot.windowStart == windows[at].start
+            let listing = newest && family == nil
+            if let family, newest { windows[at].families.insert(family) }
             if let known = slots[slot] {
                 if listing, !known.listed {
                     windows[at].keys.insert(slot)
