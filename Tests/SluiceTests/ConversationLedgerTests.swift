@@ -60,22 +60,14 @@ import Testing
     /// another connection holding the store's write lock, a daemon whose counts are due to be written after every
     /// message judges on, and once the lock is free every message is counted once.
     @Test func theJudgingGoesOnWhileTheStoresWriterIsBusy() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
-        let store = try SQLiteStore(path: path)
-        try await Self.everyoneMayMessage(store, ["ann", "bob"])
-        var timing = ConversationLedger.Timing()
-        timing.flushSize = 1
-        let rules = Self.rules(store, timing: timing)
+        let (store, rules, other) = try await Self.storeWritingEveryMessage(["ann", "bob"])
         // Another process's connection in a write transaction, left open across accesses.
-        var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = true
-        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
-        for index in 0..<5 {
-            let verdict = try await rules.judge(Self.message("w\(index)", at: index), now: Self.minute.addingTimeInterval(Double(index)))
-            #expect(verdict.outcome == .none)
+        try await Self.whileLocked(by: other) {
+            for index in 0..<5 {
+                let verdict = try await rules.judge(Self.message("w\(index)", at: index), now: Self.minute.addingTimeInterval(Double(index)))
+                #expect(verdict.outcome == .none)
+            }
         }
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
         try await rules.ledger.flush()
         let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: false,
                                                       counted: [CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)], distinct: [])
@@ -165,63 +157,70 @@ import Testing
         #expect(outcomes == [.none, .none, .none, .none, .none, .review], "the seventh recipient in all, the sixth it counted: \(outcomes)")
     }
 
-    /// The recipients the store has for ann's text in the ten minutes from `minute` (a message's text ends with its id,
-    /// "m0", whose letter the fingerprint keeps).
-    static func duplicateMembers(_ store: any StatusStore, _ text: String) async throws -> Set<String> {
-        let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint(text + " m"))", windowStart: 1_800_000_000)
+    /// The recipients the store has for ann's text in the ten minutes `window` seconds from `minute` (a message's text
+    /// ends with its id, "m0", whose letter the fingerprint keeps).
+    static func duplicateMembers(_ store: any StatusStore, _ text: String, id letter: String = "m", window: Int = 0) async throws -> Set<String> {
+        let slot = duplicates(text, id: letter, window: window)
         return try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
+    }
+
+    /// ann's duplicates window of `text` sent under an id starting with `letter`.
+    static func duplicates(_ text: String, id letter: String = "m", window: Int = 0) -> CounterSlot {
+        CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("\(text) \(letter)"))", windowStart: 1_800_000_000 + window)
+    }
+
+    /// A store file whose rules write after every message, and another process's connection to it that may leave a
+    /// transaction open across accesses (`whileLocked`).
+    static func storeWritingEveryMessage(_ users: [String]) async throws -> (store: SQLiteStore, rules: ConversationRules, other: DatabaseQueue) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
+        let store = try SQLiteStore(path: path)
+        try await everyoneMayMessage(store, users)
+        var timing = ConversationLedger.Timing()
+        timing.flushSize = 1
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        return (store, rules(store, timing: timing), try DatabaseQueue(path: path.path, configuration: configuration))
+    }
+
+    /// Runs `body` while `other` holds the store's write lock, then lets it go.
+    static func whileLocked(by other: DatabaseQueue, _ body: () async throws -> Void) async throws {
+        try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        try await body()
+        try await other.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
     }
 
     /// A text's second recipient counted while the write asking about its first is still under way (the store's writer
     /// busy with another connection's transaction) is written with the first: neither is left held.
     @Test func aSecondRecipientCountedWhileTheFirstIsBeingAskedAboutIsWrittenWithIt() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
-        let store = try SQLiteStore(path: path)
-        try await Self.everyoneMayMessage(store, ["ann", "r0", "r1"])
-        var timing = ConversationLedger.Timing()
-        timing.flushSize = 1
-        let rules = Self.rules(store, timing: timing)
-        var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = true
-        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
-        // The first recipient starts a write (every message does here), which waits for the lock…
-        _ = try await rules.judge(Self.message("m0", to: "r0", "minutes of the meeting", at: 0), now: Self.minute)
-        // …and the second is counted meanwhile.
-        _ = try await rules.judge(Self.message("m1", to: "r1", "minutes of the meeting", at: 1), now: Self.minute.addingTimeInterval(1))
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        let (store, rules, other) = try await Self.storeWritingEveryMessage(["ann", "r0", "r1"])
+        try await Self.whileLocked(by: other) {
+            // The first recipient starts a write (every message does here), which waits for the lock…
+            _ = try await rules.judge(Self.message("m0", to: "r0", "minutes of the meeting", at: 0), now: Self.minute)
+            // …and the second is counted meanwhile.
+            _ = try await rules.judge(Self.message("m1", to: "r1", "minutes of the meeting", at: 1), now: Self.minute.addingTimeInterval(1))
+        }
         try await rules.ledger.flush()
-        let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("minutes of the meeting m"))", windowStart: 1_800_000_000)
-        let state = try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot])
-        #expect(state.members[slot] == ["r0", "r1"], "both written before the daemon stops")
+        #expect(try await Self.duplicateMembers(store, "minutes of the meeting") == ["r0", "r1"], "both written before the daemon stops")
     }
 
     /// A write that fails loses nothing: a text's first recipient, asked about in the failed write, and its second,
     /// counted meanwhile, are both written by the next write, and every message is counted once.
     @Test func aFailedWriteKeepsATextsRecipientsForTheNext() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-ledger-\(UUID().uuidString)/sluice.sqlite")
-        let store = try SQLiteStore(path: path)
-        try await Self.everyoneMayMessage(store, ["ann", "r0", "r1"])
-        var timing = ConversationLedger.Timing()
-        timing.flushSize = 1
-        let rules = Self.rules(store, timing: timing)
-        var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = true
-        let writer = try DatabaseQueue(path: path.path, configuration: configuration)
+        let (store, rules, other) = try await Self.storeWritingEveryMessage(["ann", "r0", "r1"])
         // The first write (ann's flood counter at 1) fails; the next (at 2) does not.
-        try await writer.write { db in
+        try await other.write { db in
             try db.execute(sql: """
                 CREATE TRIGGER failFirstCount BEFORE INSERT ON spamCounter WHEN NEW.key = 'spam.flood:ann' AND NEW.count = 1
                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END
                 """)
         }
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
-        _ = try await rules.judge(Self.message("m0", to: "r0", "agenda for friday", at: 0), now: Self.minute)
-        _ = try await rules.judge(Self.message("m1", to: "r1", "agenda for friday", at: 1), now: Self.minute.addingTimeInterval(1))
-        try await writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        try await Self.whileLocked(by: other) {
+            _ = try await rules.judge(Self.message("m0", to: "r0", "agenda for friday", at: 0), now: Self.minute)
+            _ = try await rules.judge(Self.message("m1", to: "r1", "agenda for friday", at: 1), now: Self.minute.addingTimeInterval(1))
+        }
         try await rules.ledger.flush()
         let flood = CounterSlot(key: "spam.flood:ann", windowStart: 1_800_000_000)
-        let text = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("agenda for friday m"))", windowStart: 1_800_000_000)
+        let text = Self.duplicates("agenda for friday")
         let state = try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [flood], distinct: [text])
         #expect(state.totals[flood] == 2, "each message counted once")
         #expect(state.members[text] == ["r0", "r1"])
@@ -267,10 +266,6 @@ import Testing
     @Test func aHeldTextIsDroppedAWindowsLengthAfterItsWindowEnds() async throws {
         let (store, _) = try Self.sharedStores()
         try await Self.everyoneMayMessage(store, ["ann"] + (0..<6).map { "r\($0)" })
-        func members(_ text: String, id letter: String, window: Int) async throws -> Set<String> {
-            let slot = CounterSlot(key: "spam.duplicates:ann:\(MessageSignals.fingerprint("\(text) \(letter)"))", windowStart: 1_800_000_000 + window)
-            return try await store.conversationState(sender: "ann", recipient: "r0", facts: false, counted: [], distinct: [slot]).members[slot] ?? []
-        }
         let one = Self.rules(store)
         func send(_ id: String, to recipient: String, _ text: String, at second: Int) async throws {
             _ = try await one.judge(Self.message(id, to: recipient, text, at: second), now: Self.minute.addingTimeInterval(Double(second)))
@@ -281,10 +276,10 @@ import Testing
         try await send("q1", to: "r1", "quarterly numbers", at: 700)      // the next ten, held last: until 30:00
         try await send("s2", to: "r3", "something else", at: 1_300)       // 21:40: the first ten minutes' texts go
         try await one.ledger.flush(final: true)
-        #expect(try await members("board meeting notes", id: "m", window: 0) == [], "dropped, never written")
-        #expect(try await members("lunch plans", id: "l", window: 0) == [], "dropped, never written")
-        #expect(try await members("quarterly numbers", id: "q", window: 600) == ["r1"], "still held, written at the stop")
-        #expect(try await members("something else", id: "s", window: 1_200) == ["r3"])
+        #expect(try await Self.duplicateMembers(store, "board meeting notes", id: "m", window: 0) == [], "dropped, never written")
+        #expect(try await Self.duplicateMembers(store, "lunch plans", id: "l", window: 0) == [], "dropped, never written")
+        #expect(try await Self.duplicateMembers(store, "quarterly numbers", id: "q", window: 600) == ["r1"], "still held, written at the stop")
+        #expect(try await Self.duplicateMembers(store, "something else", id: "s", window: 1_200) == ["r3"])
     }
 
     @Test func aBlockReachesARunningDaemonAndRequestsAreWrittenOnce() async throws {
