@@ -48,6 +48,10 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM spamCounter WHERE key LIKE '%:' || ? ESCAPE '\\'", arguments: [Self.likeEscaped(userId)])
             try db.execute(sql: "DELETE FROM spamDistinct WHERE key LIKE '%:' || ? || ':%' ESCAPE '\\' OR key LIKE '%:' || ? ESCAPE '\\' OR member = ?",
                            arguments: [Self.likeEscaped(userId), Self.likeEscaped(userId), userId])
+            // The one history row the user keeps: daemons following the feed forget what they hold of them, and
+            // counts made before they heard of it are not written (`recordMessageTally`).
+            try db.execute(sql: "INSERT INTO relationChange (kind, actor, subject, at) VALUES (?, ?, ?, ?)",
+                           arguments: [RelationChangeFeed.erasureKind, userId, userId, Date()])
         }
     }
 
@@ -77,14 +81,17 @@ extension SQLiteStore {
     public func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int] {
         guard !tally.isEmpty else { return [:] }
         return try await write("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.amounts.count + tally.members.count + tally.singletons.count) counters)") { db in
+            // Users erased since the counts were made: nothing of theirs comes back (one writer: an erasure is either
+            // before this, and read here, or after it, and deletes what it wrote).
+            let kept = try tally.without(users: Self.usersErased(db, after: tally.erasuresSeenUpTo))
             let request = try db.cachedStatement(sql: "INSERT OR IGNORE INTO messageRequest (sender, recipient, itemId) VALUES (?, ?, ?)")
-            for mark in tally.requests {
+            for mark in kept.requests {
                 try request.execute(arguments: [mark.sender, mark.recipient, mark.itemId])
             }
             var totals: [CounterSlot: Int] = [:]
             // Many windows to a statement (below): one statement per window cost more in GRDB's work around each step
             // than in SQLite's, and the store's writer is the text queue's slower half.
-            for chunk in CounterStatements.exactChunks(Array(tally.amounts)) {
+            for chunk in CounterStatements.exactChunks(Array(kept.amounts)) {
                 let add = try db.cachedStatement(sql: CounterStatements.addAmounts[chunk.count])
                 var values: [DatabaseValue] = []
                 values.reserveCapacity(chunk.count * 3)
@@ -97,7 +104,7 @@ extension SQLiteStore {
             }
             let insertMember = try db.cachedStatement(sql: "INSERT OR IGNORE INTO spamDistinct (key, windowStart, member) VALUES (?, ?, ?)")
             let countMembers = try db.cachedStatement(sql: "SELECT COUNT(*) FROM spamDistinct WHERE key = ? AND windowStart = ?")
-            for (slot, members) in tally.members {
+            for (slot, members) in kept.members {
                 for member in members {
                     try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
                 }
@@ -105,10 +112,10 @@ extension SQLiteStore {
             }
             // A window only this daemon has a member in is left unwritten: a read, not a row (and its page's WAL frame).
             var others: [CounterSlot: Int] = [:]
-            try CounterStatements.eachRow(db, CounterStatements.countMembers, keysOf: tally.singletons.keys) { row, windowStart in
+            try CounterStatements.eachRow(db, CounterStatements.countMembers, keysOf: kept.singletons.keys) { row, windowStart in
                 others[CounterSlot(key: row[0], windowStart: windowStart)] = row[1]
             }
-            for (slot, member) in tally.singletons {
+            for (slot, member) in kept.singletons {
                 if let count = others[slot], count > 0 {
                     try insertMember.execute(arguments: [slot.key, slot.windowStart, member])
                     totals[slot] = try Int.fetchOne(countMembers, arguments: [slot.key, slot.windowStart]) ?? count + 1
@@ -160,18 +167,27 @@ extension SQLiteStore {
                 return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? 0, complete: true)
             }
             let limit = 5_000
-            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, actor, subject FROM relationChange WHERE seq > ? ORDER BY seq LIMIT ?"),
+            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, actor, subject, kind FROM relationChange WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [seq, limit + 1])
             guard rows.count <= limit else {
-                return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? seq, complete: false)
+                let last = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? seq
+                return RelationChangeFeed(users: [], last: last, complete: false, erased: try Self.usersErased(db, after: seq, upTo: last))
             }
-            var users = Set<String>()
+            var users = Set<String>(), erased = Set<String>()
             for row in rows {
-                users.insert(row["actor"])
-                users.insert(row["subject"])
+                users.insert(row[1])
+                users.insert(row[2])
+                if row[3] == RelationChangeFeed.erasureKind { erased.insert(row[1]) }
             }
-            return RelationChangeFeed(users: users, last: rows.last?["seq"] ?? seq, complete: true)
+            return RelationChangeFeed(users: users, last: rows.last?[0] ?? seq, complete: true, erased: erased)
         }
+    }
+
+    /// Users erased after `seq` in the relation history (up to `last`, when given); none when `seq` is nil.
+    static func usersErased(_ db: Database, after seq: Int64?, upTo last: Int64 = .max) throws -> Set<String> {
+        guard let seq else { return [] }
+        return try Set(String.fetchCursor(db.cachedStatement(sql: "SELECT actor FROM relationChange WHERE seq > ? AND seq <= ? AND kind = ?"),
+                                          arguments: [seq, last, RelationChangeFeed.erasureKind]))
     }
 
     /// Windows that ended go now and then (a full sweep of both tables), not on every message. `now` is a message's

@@ -282,6 +282,41 @@ import Testing
         #expect(try await Self.duplicateMembers(store, "something else", id: "s", window: 1_200) == ["r3"])
     }
 
+    /// Erasing a user while a daemon runs: nothing of theirs that the daemon held or had not written yet reaches the
+    /// store afterwards — their counters, their texts held unwritten, their membership in someone else's text, the
+    /// message request they sent — whether the daemon heard of the erasure (a sync: it forgets them) or not (it stops
+    /// first: the store leaves them out of the write). Other users' counts are written as before.
+    @Test(arguments: [true, false])
+    func anErasedUsersUnwrittenCountsAreNotWrittenBack(daemonHearsOfIt: Bool) async throws {
+        let (daemonStore, apiStore) = try Self.sharedStores()
+        try await Self.everyoneMayMessage(daemonStore, ["ann", "cy", "r0", "r1"])
+        var timing = ConversationLedger.Timing()
+        timing.syncInterval = daemonHearsOfIt ? .zero : .seconds(3_600)
+        let rules = Self.rules(daemonStore, timing: timing)
+        func send(_ id: String, from sender: String, to recipient: String, _ text: String, at second: Int) async throws {
+            _ = try await rules.judge(Self.message(id, from: sender, to: recipient, text, at: second), now: Self.minute.addingTimeInterval(Double(second)))
+        }
+        try await send("m0", from: "ann", to: "r0", "see the slides", at: 0)
+        try await send("c0", from: "cy", to: "ann", "see you there", at: 1)
+        try await rules.ledger.flush()  // both texts held; both senders' floods written
+        try await send("m1", from: "ann", to: "r1", "another note", at: 2)
+        try await send("m2", from: "ann", to: "zed", "hello zed", at: 3)  // zed follows nobody: a message request
+        try await apiStore.eraseRelations(of: "ann")
+        if daemonHearsOfIt { try await send("c1", from: "cy", to: "r0", "unrelated", at: 4) }
+        try await rules.ledger.flush(final: true)
+
+        let flood = { (user: String) in CounterSlot(key: "spam.flood:\(user)", windowStart: 1_800_000_000) }
+        let floods = try await apiStore.conversationState(sender: "cy", recipient: "r0", facts: false, counted: [flood("ann"), flood("cy")], distinct: [])
+        #expect(floods.totals[flood("ann")] == nil, "ann's flood counter stays erased")
+        #expect(floods.totals[flood("cy")] == (daemonHearsOfIt ? 2 : 1), "cy's counts are written")
+        #expect(try await Self.duplicateMembers(apiStore, "see the slides") == [], "ann's held text is not written")
+        #expect(try await Self.duplicateMembers(apiStore, "another note") == [])
+        let cyText = CounterSlot(key: "spam.duplicates:cy:\(MessageSignals.fingerprint("see you there c0"))", windowStart: 1_800_000_000)
+        #expect(try await apiStore.conversationState(sender: "cy", recipient: "r0", facts: false, counted: [], distinct: [cyText]).members[cyText] == [],
+                "ann is not written back as the recipient of cy's text")
+        #expect(try await apiStore.relationFacts(sender: "ann", recipient: "zed").requestsSent == 0, "ann's message request is not written back")
+    }
+
     @Test func aBlockReachesARunningDaemonAndRequestsAreWrittenOnce() async throws {
         let (daemonStore, apiStore) = try Self.sharedStores()
         var timing = ConversationLedger.Timing()

@@ -274,6 +274,45 @@ import Testing
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").recipientBlockedSender)
     }
 
+    /// Erasing a user leaves one row in the relation feed, which names them as erased and is in nobody's history;
+    /// counts written with a point of the feed before it leave out everything naming them (their counters, their
+    /// membership in others' texts, requests to or from them), counts written with a later point do not.
+    @Test(arguments: StoreBackend.available)
+    func anErasureIsInTheRelationFeedAndKeepsCountsMadeBeforeItOut(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        func slot(_ key: String) -> CounterSlot { CounterSlot(key: key, windowStart: 1_800_000_000) }
+        #expect(try await store.applyRelationChange(RelationChange(kind: .follow, actor: "ann", subject: "bob", at: Self.t0), profile: nil))
+        let before = try await store.relationChanges(after: nil)
+        try await store.eraseRelations(of: "ann")
+        let feed = try await store.relationChanges(after: before.last)
+        #expect(feed.erased == ["ann"] && feed.users == ["ann"] && feed.complete && feed.last > before.last, "\(feed)")
+        #expect(try await store.relationHistory("ann").isEmpty)
+        #expect(try await store.relationChanges(after: feed.last).erased.isEmpty)
+
+        var tally = MessageTally(
+            requests: [.init(sender: "ann", recipient: "bob", itemId: "m1"), .init(sender: "cy", recipient: "ann", itemId: "m2"),
+                       .init(sender: "cy", recipient: "dee", itemId: "m3")],
+            amounts: [slot("spam.flood:ann"): 2, slot("spam.flood:cy"): 3],
+            members: [slot("spam.duplicates:ann:aaa"): ["bob", "cy"], slot("spam.duplicates:cy:bbb"): ["ann", "dee"]],
+            singletons: [slot("spam.duplicates:ann:ccc"): "bob", slot("spam.duplicates:cy:ddd"): "ann"])
+        tally.erasuresSeenUpTo = before.last
+        #expect(try await store.recordMessageTally(tally, now: Self.t0) == [slot("spam.flood:cy"): 3, slot("spam.duplicates:cy:bbb"): 1])
+        let state = try await store.conversationState(sender: "ann", recipient: "bob", facts: true, counted: [slot("spam.flood:ann"), slot("spam.flood:cy")],
+                                                      distinct: [slot("spam.duplicates:ann:aaa"), slot("spam.duplicates:cy:bbb")])
+        #expect(state.facts?.requestsSent == 0)
+        #expect(state.totals == [slot("spam.flood:cy"): 3])
+        #expect(state.members[slot("spam.duplicates:ann:aaa")] ?? [] == [])
+        #expect(state.members[slot("spam.duplicates:cy:bbb")] == ["dee"])
+        #expect(try await store.relationFacts(sender: "cy", recipient: "ann").requestsSent == 0)
+        #expect(try await store.relationFacts(sender: "cy", recipient: "dee").requestsSent == 1)
+
+        // Counts made once the erasure was read (ann writing again) are written.
+        tally.erasuresSeenUpTo = feed.last
+        let again = try await store.recordMessageTally(tally, now: Self.t0)
+        #expect(again[slot("spam.flood:ann")] == 2 && again[slot("spam.duplicates:ann:aaa")] == 2 && again[slot("spam.flood:cy")] == 6)
+        #expect(try await store.relationFacts(sender: "ann", recipient: "bob").requestsSent == 1)
+    }
+
     /// A counter family (a sender's duplicate texts, one key per text) is read in one go: every key `{family}:…` of
     /// that window with its members, and nothing of another window, another family, or a family whose name only
     /// starts the same way.

@@ -43,6 +43,12 @@ public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
     public func holds(_ slot: CounterSlot) -> Bool {
         slot.windowStart == windowStart && slot.key.utf8.starts(with: (key + ":").utf8)
     }
+
+    /// Whether the key names one of `users` as a store's erasure reads keys: ending with `:{userId}` (a sender's
+    /// counters) or holding `:{userId}:` (a sender's texts, `spam.duplicates:{userId}:{fingerprint}`).
+    public func names(any users: Set<String>) -> Bool {
+        users.contains { key.hasSuffix(":" + $0) || key.contains(":" + $0 + ":") }
+    }
 }
 
 /// What the conversation rules counted since they last wrote to the store: message requests (keyed by item id,
@@ -70,6 +76,11 @@ public struct MessageTally: Sendable, Equatable {
     /// window already has members (another daemon's), and returns the window's total either way, 0 when it has none
     /// (so a text sent once costs a read, not a row).
     public var singletons: [CounterSlot: String] = [:]
+    /// The point of the store's relation history (`RelationChangeFeed.last`) whose erasures these counts already
+    /// left out: the store writes nothing that names a user erased after it (`without(users:)`), decided in the same
+    /// transaction, so a count made before the writer heard of an erasure does not bring the user's rows back. Nil:
+    /// no such check.
+    public var erasuresSeenUpTo: Int64?
 
     public init(requests: [Request] = [], amounts: [CounterSlot: Int] = [:], members: [CounterSlot: Set<String>] = [:],
                 singletons: [CounterSlot: String] = [:]) {
@@ -91,8 +102,26 @@ public struct MessageTally: Sendable, Equatable {
         Int(min(sentAt, Date()).timeIntervalSince1970) - 31 * 86_400
     }
 
-    /// Adds `other` after this tally's own additions (a failed write is merged back in front of newer counts).
+    /// Everything of the tally that names none of `users` (erased): requests they sent or received, their counters,
+    /// and their memberships in others' distinct windows.
+    public func without(users: Set<String>) -> MessageTally {
+        guard !users.isEmpty else { return self }
+        var kept = self
+        kept.requests.removeAll { users.contains($0.sender) || users.contains($0.recipient) }
+        kept.amounts = amounts.filter { !$0.key.names(any: users) }
+        kept.members = [:]
+        for (slot, set) in members where !slot.names(any: users) {
+            let left = set.subtracting(users)
+            if !left.isEmpty { kept.members[slot] = left }
+        }
+        kept.singletons = singletons.filter { !$0.key.names(any: users) && !users.contains($0.value) }
+        return kept
+    }
+
+    /// Adds `other` after this tally's own additions (a failed write is merged back in front of newer counts); the
+    /// older of the two points whose erasures are left out is kept.
     public mutating func merge(_ other: MessageTally) {
+        if let seen = other.erasuresSeenUpTo { erasuresSeenUpTo = min(erasuresSeenUpTo ?? seen, seen) }
         requests += other.requests
         amounts.merge(other.amounts, uniquingKeysWith: +)
         members.merge(other.members) { $0.union($1) }
@@ -109,17 +138,25 @@ public struct MessageTally: Sendable, Equatable {
 
 /// Users whose relations changed after a point in the store's relation history (`relationChange.seq`).
 public struct RelationChangeFeed: Sendable, Equatable {
+    /// The `kind` of the history row an erasure leaves (actor and subject: the user; not one of
+    /// `RelationChange.Kind`, so no history lists it): what tells readers of the feed whom to forget.
+    public static let erasureKind = "erase"
+
     /// Actors and subjects of the changes read.
     public var users: Set<String>
     /// The newest change's sequence number (the point to read after next time).
     public var last: Int64
     /// False when there were more changes than one read returns: a reader should forget everything it holds.
     public var complete: Bool
+    /// Users erased after the point read from (`eraseRelations`), complete or not: a reader should forget
+    /// everything of theirs, counts it has not written yet included.
+    public var erased: Set<String>
 
-    public init(users: Set<String>, last: Int64, complete: Bool) {
+    public init(users: Set<String>, last: Int64, complete: Bool, erased: Set<String> = []) {
         self.users = users
         self.last = last
         self.complete = complete
+        self.erased = erased
     }
 }
 

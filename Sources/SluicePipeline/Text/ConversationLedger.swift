@@ -10,8 +10,11 @@ import SluiceCore
 /// How far it can be behind the store, by design:
 /// - A relation change (block, follow, privacy, profile) reaches it at the next message after `syncInterval`
 ///   (0.1 s): changes are read from the store's relation history, and only the pairs of the users named are read
-///   again. Relations it holds are read again after `factsLifetime` (30 s) in any case, which covers an erasure
-///   (erasing a user also erases their history).
+///   again. Relations it holds are read again after `factsLifetime` (30 s) in any case.
+/// - Erasing a user erases their history but leaves one row in it (`RelationChangeFeed.erasureKind`): at the next
+///   sync the ledger forgets everything of theirs it holds, counts not written yet and held texts included, and every
+///   write carries the point of the history it has seen, so the store leaves out users erased after it. Nothing of
+///   an erased user is written back, whenever the erasure falls.
 /// - Counters: another daemon's messages in the same window are seen at this daemon's next flush, so a sender
 ///   spread over several daemons can go over a threshold by what the other daemons counted within one flush
 ///   interval (and the time their write takes) before a signal fires. A message request sent through another
@@ -305,7 +308,11 @@ public actor ConversationLedger {
 
     /// The write of `written` as the one under way (there is never more than one, so the totals each brings back
     /// are over every count written before); its error, if it failed.
-    private func begin(_ written: MessageTally, now: Date) -> Task<StoreError?, Never> {
+    private func begin(_ counted: MessageTally, now: Date) -> Task<StoreError?, Never> {
+        // Users erased up to the last sync are out of these counts already, and the store leaves out those erased
+        // after it (after an older point, for counts of a failed write merged back in, which no sync looked through).
+        var written = counted
+        if let lastChange { written.erasuresSeenUpTo = min(counted.erasuresSeenUpTo ?? lastChange, lastChange) }
         let task = Task { () -> StoreError? in
             defer { self.writing = nil }
             do throws(StoreError) {
@@ -445,8 +452,29 @@ public actor ConversationLedger {
             } else if !feed.users.isEmpty {
                 pairs = pairs.filter { !feed.users.contains($0.key.sender) && !feed.users.contains($0.key.recipient) }
             }
+            forget(feed.erased)
         }
         lastChange = feed.last
+    }
+
+    /// Everything held of users erased meanwhile: what they counted or were counted in and is not written yet (the
+    /// store erased what was), held texts, and their windows, counted from the store again if they send once more.
+    /// (A write under way, or one whose counts were made before this, leaves them out in the store:
+    /// `MessageTally.erasuresSeenUpTo`.)
+    private func forget(_ users: Set<String>) {
+        guard !users.isEmpty else { return }
+        pending = pending.without(users: users)
+        held = held.filter { !$0.key.names(any: users) && !users.contains($0.value.member) }
+        loadedFamilies = loadedFamilies.filter { !$0.key.names(any: users) }
+        for index in windows.indices {
+            windows[index].keys = windows[index].keys.filter { !$0.names(any: users) }
+            windows[index].families = windows[index].families.filter { !$0.names(any: users) }
+        }
+        slots = slots.filter { !$0.key.names(any: users) }.mapValues { slot in
+            guard var members = slot.members, !members.isDisjoint(with: users) else { return slot }
+            members.subtract(users)
+            return Slot(total: members.count, members: members, end: slot.end, listed: slot.listed)
+        }
     }
 
     /// Windows that ended before the newest one counted (and have nothing left to write) are dropped whenever the

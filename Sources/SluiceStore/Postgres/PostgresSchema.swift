@@ -198,10 +198,19 @@ enum FeedLock: Int32 {
     case relations = 7_302
     case banks = 7_303
     case erasures = 7_304
+    /// Not a feed's: erasing a user's relations takes it alone and writing the conversation rules' counts shared, so
+    /// counts made before a daemon heard of an erasure are either erased with the rest or left out of the write.
+    case userErasure = 7_305
 }
 
 extension PostgresConnection {
-    func lock(_ feed: FeedLock, logger: Logger) async throws {
-        try await run("SELECT pg_advisory_xact_lock(hashtext('sluice-feed:' || current_schema()), \(feed.rawValue))", logger: logger)
+    /// Takes `feed`'s advisory lock to the transaction's end; `shared`: beside other shared holders, not beside the
+    /// one who takes it alone.
+    func lock(_ feed: FeedLock, shared: Bool = false, logger: Logger) async throws {
+        if shared {
+            try await run("SELECT pg_advisory_xact_lock_shared(hashtext('sluice-feed:' || current_schema()), \(feed.rawValue))", logger: logger)
+        } else {
+            try await run("SELECT pg_advisory_xact_lock(hashtext('sluice-feed:' || current_schema()), \(feed.rawValue))", logger: logger)
+        }
     }
 }

@@ -60,6 +60,9 @@ extension PostgresStore {
     public func eraseRelations(of userId: String) async throws(StoreError) {
         let logger = logger
         try await transaction("erase the relations of \(userId)") { connection in
+            // Alone, while counts are written under the same lock shared (`recordMessageTally`): a write either
+            // commits before (and its rows go below) or reads this erasure once it commits (and leaves them out).
+            try await connection.lock(.userErasure, logger: logger)
             try await connection.run("DELETE FROM relationUser WHERE userId = \(userId)", logger: logger)
             try await connection.run("DELETE FROM follow WHERE follower = \(userId) OR followee = \(userId)", logger: logger)
             try await connection.run("DELETE FROM block WHERE blocker = \(userId) OR blocked = \(userId)", logger: logger)
@@ -75,6 +78,12 @@ extension PostgresStore {
                 DELETE FROM spamDistinct
                 WHERE strpos(key, ':' || \(userId) || ':') > 0 OR right(key, char_length(':' || \(userId))) = ':' || \(userId)
                     OR member = \(userId)
+                """, logger: logger)
+            // The one history row the user keeps: daemons following the feed forget what they hold of them.
+            try await connection.lock(.relations, logger: logger)
+            try await connection.run("""
+                INSERT INTO relationChange (kind, actor, subject, at)
+                VALUES (\(RelationChangeFeed.erasureKind), \(userId), \(userId), \(Date()))
                 """, logger: logger)
         }
     }
@@ -122,6 +131,27 @@ extension PostgresStore {
     public func recordMessageTally(_ tally: MessageTally, now: Date) async throws(StoreError) -> [CounterSlot: Int] {
         guard !tally.isEmpty else { return [:] }
         let logger = logger
+        let sweep = Int.random(in: 0..<64) == 0
+        return try await transaction("record the conversation rules' counts (\(tally.requests.count) requests, \(tally.amounts.count + tally.members.count + tally.singletons.count) counters)") { connection in
+            guard let seen = tally.erasuresSeenUpTo else {
+                return try await Self.write(tally, sweep: sweep, now: now, on: connection, logger: logger)
+            }
+            // Users erased since the counts were made: nothing of theirs comes back (see `eraseRelations`).
+            try await connection.lock(.userErasure, shared: true, logger: logger)
+            var erased = Set<String>()
+            for row in try await connection.rows("""
+                SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind)
+                """, logger: logger) {
+                erased.insert(try row.decode(String.self))
+            }
+            return try await Self.write(tally.without(users: erased), sweep: sweep, now: now, on: connection, logger: logger)
+        }
+    }
+
+    /// The writes of `recordMessageTally` on its transaction's connection.
+    private static func write(_ tally: MessageTally, sweep: Bool, now: Date, on connection: PostgresConnection,
+                              logger: Logger) async throws -> [CounterSlot: Int] {
+        guard !tally.isEmpty else { return [:] }
         // Column arrays for `unnest`: one statement per table.
         let senders = tally.requests.map(\.sender), recipients = tally.requests.map(\.recipient), items = tally.requests.map(\.itemId)
         let amounts = Array(tally.amounts)
@@ -135,77 +165,74 @@ extension PostgresStore {
         let singleNames = singletons.map { $0.value }
         let distinct = Array(tally.members.keys) + singletons.map(\.key)
         let distinctKeys = distinct.map(\.key), distinctStarts = distinct.map(\.windowStart)
-        let sweep = Int.random(in: 0..<64) == 0
-        return try await transaction("record the conversation rules' counts (\(tally.requests.count) requests, \(amounts.count + distinct.count) counters)") { connection in
-            if !distinct.isEmpty {
-                try await connection.run("""
-                    SELECT pg_advisory_xact_lock(hashtext('sluice-slot:' || current_schema()), k) FROM (
-                        SELECT DISTINCT hashtext(key || '@' || windowStart) AS k
-                        FROM unnest(\(distinctKeys), \(distinctStarts)) AS s(key, windowStart)
-                        ORDER BY k
-                    ) AS slots
-                    """, logger: logger)
-            }
-            if !senders.isEmpty {
-                try await connection.run("""
-                    INSERT INTO messageRequest (sender, recipient, itemId)
-                    SELECT * FROM unnest(\(senders), \(recipients), \(items)) AS r(sender, recipient, itemId)
-                    ORDER BY sender, recipient, itemId
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
-            }
-            var totals: [CounterSlot: Int] = [:]
-            if !amounts.isEmpty {
-                let rows = try await connection.rows("""
-                    INSERT INTO spamCounter (key, windowStart, count)
-                    SELECT * FROM unnest(\(countedKeys), \(countedStarts), \(added)) AS s(key, windowStart, amount)
-                    ORDER BY key, windowStart
-                    ON CONFLICT (key, windowStart) DO UPDATE SET count = spamCounter.count + excluded.count
-                    RETURNING key, windowStart, count
-                    """, logger: logger)
-                for row in rows {
-                    let (key, windowStart, count) = try row.decode((String, Int, Int).self)
-                    totals[CounterSlot(key: key, windowStart: windowStart)] = count
-                }
-            }
-            if !members.isEmpty {
-                try await connection.run("""
-                    INSERT INTO spamDistinct (key, windowStart, member)
-                    SELECT * FROM unnest(\(memberKeys), \(memberStarts), \(memberNames)) AS s(key, windowStart, member)
-                    ORDER BY key, windowStart, member
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
-            }
-            if !singletons.isEmpty {
-                // A window only this daemon has a member in is left unwritten (the count below reads 0 for it).
-                try await connection.run("""
-                    INSERT INTO spamDistinct (key, windowStart, member)
-                    SELECT * FROM unnest(\(singleKeys), \(singleStarts), \(singleNames)) AS s(key, windowStart, member)
-                    WHERE EXISTS (SELECT 1 FROM spamDistinct d WHERE d.key = s.key AND d.windowStart = s.windowStart)
-                    ORDER BY key, windowStart, member
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
-            }
-            if !distinct.isEmpty {
-                let rows = try await connection.rows("""
-                    SELECT s.key, s.windowStart,
-                        (SELECT COUNT(*) FROM spamDistinct d WHERE d.key = s.key AND d.windowStart = s.windowStart)
+        if !distinct.isEmpty {
+            try await connection.run("""
+                SELECT pg_advisory_xact_lock(hashtext('sluice-slot:' || current_schema()), k) FROM (
+                    SELECT DISTINCT hashtext(key || '@' || windowStart) AS k
                     FROM unnest(\(distinctKeys), \(distinctStarts)) AS s(key, windowStart)
-                    """, logger: logger)
-                for row in rows {
-                    let (key, windowStart, count) = try row.decode((String, Int, Int).self)
-                    totals[CounterSlot(key: key, windowStart: windowStart)] = count
-                }
-            }
-            if sweep {
-                // Windows that ended go now and then (a full sweep of both tables), not on every message; never by a
-                // `sentAt` ahead of this host's clock.
-                let cutoff = MessageTally.sweepCutoff(sentAt: now)
-                try await connection.run("DELETE FROM spamCounter WHERE windowStart < \(cutoff)", logger: logger)
-                try await connection.run("DELETE FROM spamDistinct WHERE windowStart < \(cutoff)", logger: logger)
-            }
-            return totals
+                    ORDER BY k
+                ) AS slots
+                """, logger: logger)
         }
+        if !senders.isEmpty {
+            try await connection.run("""
+                INSERT INTO messageRequest (sender, recipient, itemId)
+                SELECT * FROM unnest(\(senders), \(recipients), \(items)) AS r(sender, recipient, itemId)
+                ORDER BY sender, recipient, itemId
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+        var totals: [CounterSlot: Int] = [:]
+        if !amounts.isEmpty {
+            let rows = try await connection.rows("""
+                INSERT INTO spamCounter (key, windowStart, count)
+                SELECT * FROM unnest(\(countedKeys), \(countedStarts), \(added)) AS s(key, windowStart, amount)
+                ORDER BY key, windowStart
+                ON CONFLICT (key, windowStart) DO UPDATE SET count = spamCounter.count + excluded.count
+                RETURNING key, windowStart, count
+                """, logger: logger)
+            for row in rows {
+                let (key, windowStart, count) = try row.decode((String, Int, Int).self)
+                totals[CounterSlot(key: key, windowStart: windowStart)] = count
+            }
+        }
+        if !members.isEmpty {
+            try await connection.run("""
+                INSERT INTO spamDistinct (key, windowStart, member)
+                SELECT * FROM unnest(\(memberKeys), \(memberStarts), \(memberNames)) AS s(key, windowStart, member)
+                ORDER BY key, windowStart, member
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+        if !singletons.isEmpty {
+            // A window only this daemon has a member in is left unwritten (the count below reads 0 for it).
+            try await connection.run("""
+                INSERT INTO spamDistinct (key, windowStart, member)
+                SELECT * FROM unnest(\(singleKeys), \(singleStarts), \(singleNames)) AS s(key, windowStart, member)
+                WHERE EXISTS (SELECT 1 FROM spamDistinct d WHERE d.key = s.key AND d.windowStart = s.windowStart)
+                ORDER BY key, windowStart, member
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+        if !distinct.isEmpty {
+            let rows = try await connection.rows("""
+                SELECT s.key, s.windowStart,
+                    (SELECT COUNT(*) FROM spamDistinct d WHERE d.key = s.key AND d.windowStart = s.windowStart)
+                FROM unnest(\(distinctKeys), \(distinctStarts)) AS s(key, windowStart)
+                """, logger: logger)
+            for row in rows {
+                let (key, windowStart, count) = try row.decode((String, Int, Int).self)
+                totals[CounterSlot(key: key, windowStart: windowStart)] = count
+            }
+        }
+        if sweep {
+            // Windows that ended go now and then (a full sweep of both tables), not on every message; never by a
+            // `sentAt` ahead of this host's clock.
+            let cutoff = MessageTally.sweepCutoff(sentAt: now)
+            try await connection.run("DELETE FROM spamCounter WHERE windowStart < \(cutoff)", logger: logger)
+            try await connection.run("DELETE FROM spamDistinct WHERE windowStart < \(cutoff)", logger: logger)
+        }
+        return totals
     }
 
     /// One read-only `REPEATABLE READ` transaction: the facts, totals and members come from one snapshot, as
@@ -259,7 +286,8 @@ extension PostgresStore {
         }
     }
 
-    /// One statement, so the changes and the newest `seq` (needed when there are too many) come from one snapshot.
+    /// One statement, so the changes, the newest `seq` (needed when there are too many) and the users erased come
+    /// from one snapshot.
     public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
         let operation = "read relation changes"
         do {
@@ -269,23 +297,26 @@ extension PostgresStore {
             }
             let limit = 5_000
             let found = try await rows(operation, """
-                SELECT seq, actor, subject, (SELECT MAX(seq) FROM relationChange) FROM relationChange
+                SELECT seq, actor, subject, (SELECT MAX(seq) FROM relationChange),
+                    (SELECT array_agg(actor) FROM relationChange WHERE seq > \(seq) AND kind = \(RelationChangeFeed.erasureKind))
+                FROM relationChange
                 WHERE seq > \(seq) ORDER BY seq LIMIT \(limit + 1)
                 """)
-            var users = Set<String>()
+            var users = Set<String>(), erased = Set<String>()
             var last = seq
             var newest: Int64?
             for row in found {
-                let (rowSeq, actor, subject, maximum) = try row.decode((Int64, String, String, Int64?).self)
+                let (rowSeq, actor, subject, maximum, erasures) = try row.decode((Int64, String, String, Int64?, [String]?).self)
                 users.insert(actor)
                 users.insert(subject)
                 last = rowSeq
                 newest = maximum
+                erased = Set(erasures ?? [])
             }
             guard found.count <= limit else {
-                return RelationChangeFeed(users: [], last: newest ?? seq, complete: false)
+                return RelationChangeFeed(users: [], last: newest ?? seq, complete: false, erased: erased)
             }
-            return RelationChangeFeed(users: users, last: last, complete: true)
+            return RelationChangeFeed(users: users, last: last, complete: true, erased: erased)
         } catch {
             throw Self.storeError(operation, error)
         }
