@@ -161,12 +161,11 @@ extension SQLiteStore {
         }
     }
 
-    public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
+    public func relationChanges(after seq: Int64?, limit: Int) async throws(StoreError) -> RelationChangeFeed {
         try readNow("read relation changes") { db in
             guard let seq else {
                 return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? 0, complete: true)
             }
-            let limit = 5_000
             let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, actor, subject, kind FROM relationChange WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [seq, limit + 1])
             guard rows.count <= limit else {

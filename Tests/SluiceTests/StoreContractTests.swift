@@ -311,6 +311,17 @@ import Testing
         let again = try await store.recordMessageTally(tally, now: Self.t0)
         #expect(again[slot("spam.flood:ann")] == 2 && again[slot("spam.duplicates:ann:aaa")] == 2 && again[slot("spam.flood:cy")] == 6)
         #expect(try await store.relationFacts(sender: "ann", recipient: "bob").requestsSent == 1)
+
+        // More changes since than one read returns: the feed says to forget everything, and still names the erased.
+        try await store.eraseRelations(of: "eve")
+        for index in 0..<4 {
+            _ = try await store.applyRelationChange(RelationChange(kind: index.isMultiple(of: 2) ? .follow : .unfollow, actor: "cy", subject: "dee",
+                                                                   at: Self.t0), profile: nil)
+        }
+        let all = try await store.relationChanges(after: feed.last)
+        #expect(all.complete && all.erased == ["eve"] && all.users == ["eve", "cy", "dee"])
+        let many = try await store.relationChanges(after: feed.last, limit: 3)
+        #expect(!many.complete && many.users.isEmpty && many.erased == ["eve"] && many.last == all.last, "\(many.last)")
     }
 
     /// A counter family (a sender's duplicate texts, one key per text) is read in one go: every key `{family}:…` of

@@ -197,8 +197,8 @@ public protocol StatusStore: Sendable {
     func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
                            distinct: [CounterSlot], families: [CounterSlot]) async throws(StoreError) -> ConversationState
     /// Users whose relations changed after `seq` (nil: none, only where the history stands now), so a reader that
-    /// keeps relations in memory knows what to read again.
-    func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed
+    /// keeps relations in memory knows what to read again; more than `limit` changes make an incomplete feed.
+    func relationChanges(after seq: Int64?, limit: Int) async throws(StoreError) -> RelationChangeFeed
 
     /// Every `review` event (people's decisions), newest first.
     func decisionEvents(limit: Int) async throws(StoreError) -> [ItemEvent]
@@ -525,6 +525,11 @@ extension Array {
 }
 
 extension StatusStore {
+    /// `relationChanges` up to 5,000 changes.
+    public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
+        try await relationChanges(after: seq, limit: 5_000)
+    }
+
     /// `conversationState` without families.
     public func conversationState(sender: String, recipient: String, facts: Bool, counted: [CounterSlot],
                                   distinct: [CounterSlot]) async throws(StoreError) -> ConversationState {

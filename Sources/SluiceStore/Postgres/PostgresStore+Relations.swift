@@ -288,14 +288,13 @@ extension PostgresStore {
 
     /// One statement, so the changes, the newest `seq` (needed when there are too many) and the users erased come
     /// from one snapshot.
-    public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
+    public func relationChanges(after seq: Int64?, limit: Int) async throws(StoreError) -> RelationChangeFeed {
         let operation = "read relation changes"
         do {
             guard let seq else {
                 let found = try await rows(operation, "SELECT MAX(seq) FROM relationChange")
                 return RelationChangeFeed(users: [], last: try found.first?.decode(Int64?.self) ?? 0, complete: true)
             }
-            let limit = 5_000
             let found = try await rows(operation, """
                 SELECT seq, actor, subject, (SELECT MAX(seq) FROM relationChange),
                     (SELECT array_agg(actor) FROM relationChange WHERE seq > \(seq) AND kind = \(RelationChangeFeed.erasureKind))
