@@ -242,6 +242,8 @@ extension PostgresStore {
         let logger = logger
         let countedKeys = counted.map(\.key), countedStarts = counted.map(\.windowStart)
         let distinctKeys = distinct.map(\.key), distinctStarts = distinct.map(\.windowStart)
+        let familyStarts = families.map(\.windowStart)
+        let familyFrom = families.map(\.familyKeyRange.from), familyUpTo = families.map(\.familyKeyRange.upTo)
         return try await transaction("read the conversation of \(sender) and \(recipient)") { connection in
             try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             var state = ConversationState(facts: nil)
@@ -270,16 +272,21 @@ extension PostgresStore {
                     state.members[CounterSlot(key: key, windowStart: windowStart), default: []].insert(member)
                 }
             }
-            for slot in families {
-                // Compared byte by byte (COLLATE "C", as the index spamDistinctFamily is), whatever the database's collation.
-                let (from, upTo) = slot.familyKeyRange
+            if !families.isEmpty {
+                // Every family in one statement (a window turn reads up to `maxPrefetch` of them), each its own range
+                // of the index spamDistinctFamily: keys compared byte by byte (COLLATE "C", as the index is), whatever
+                // the database's collation.
                 let members = try await connection.rows("""
-                    SELECT key, member FROM spamDistinct
-                    WHERE windowStart = \(slot.windowStart) AND key COLLATE "C" >= \(from) AND key COLLATE "C" < \(upTo)
+                    SELECT d.key, f.windowStart, d.member
+                    FROM unnest(\(familyStarts), \(familyFrom), \(familyUpTo)) AS f(windowStart, keyFrom, keyUpTo)
+                    CROSS JOIN LATERAL (
+                        SELECT key, member FROM spamDistinct
+                        WHERE windowStart = f.windowStart AND key COLLATE "C" >= f.keyFrom AND key COLLATE "C" < f.keyUpTo
+                    ) AS d
                     """, logger: logger)
                 for row in members {
-                    let (key, member) = try row.decode((String, String).self)
-                    state.members[CounterSlot(key: key, windowStart: slot.windowStart), default: []].insert(member)
+                    let (key, windowStart, member) = try row.decode((String, Int, String).self)
+                    state.members[CounterSlot(key: key, windowStart: windowStart), default: []].insert(member)
                 }
             }
             return state
