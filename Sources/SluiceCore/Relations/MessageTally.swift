@@ -46,8 +46,15 @@ public struct CounterSlot: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether the key names one of `users` as a store's erasure reads keys: ending with `:{userId}` (a sender's
     /// counters) or holding `:{userId}:` (a sender's texts, `spam.duplicates:{userId}:{fingerprint}`).
+    /// Compared byte by byte, as the stores compare keys.
     public func names(any users: Set<String>) -> Bool {
-        users.contains { key.hasSuffix(":" + $0) || key.contains(":" + $0 + ":") }
+        let key = Array(self.key.utf8)
+        return users.contains { user in
+            let suffix = Array(":\(user)".utf8), infix = suffix + [UInt8(ascii: ":")]
+            if key.count >= suffix.count, key[(key.count - suffix.count)...].elementsEqual(suffix) { return true }
+            guard key.count >= infix.count else { return false }
+            return (0...(key.count - infix.count)).contains { key[$0..<($0 + infix.count)].elementsEqual(infix) }
+        }
     }
 }
 

@@ -13,8 +13,9 @@ import SluiceCore
 ///   again. Relations it holds are read again after `factsLifetime` (30 s) in any case.
 /// - Erasing a user erases their history but leaves one row in it (`RelationChangeFeed.erasureKind`): at the next
 ///   sync the ledger forgets everything of theirs it holds, counts not written yet and held texts included, and every
-///   write carries the point of the history it has seen, so the store leaves out users erased after it. Nothing of
-///   an erased user is written back, whenever the erasure falls.
+///   write carries the oldest point of the history its counts were made at (a held member keeps its write's point; a
+///   read that a sync overtook, its own), so the store leaves out users erased after it. Nothing the ledger counted
+///   before it heard of an erasure is written back, however the erasure falls between its reads and writes.
 /// - Counters: another daemon's messages in the same window are seen at this daemon's next flush, so a sender
 ///   spread over several daemons can go over a threshold by what the other daemons counted within one flush
 ///   interval (and the time their write takes) before a signal fires. A message request sent through another
@@ -76,10 +77,14 @@ public actor ConversationLedger {
         var member: String
         /// When it is dropped, never written (seconds since 1970): a window's length after its window ends.
         var dropAt: Int
+        /// The relation feed's point of the write that held it (`MessageTally.erasuresSeenUpTo`): the write it goes
+        /// with leaves out users erased after that, whatever syncs came between.
+        var erasuresSeenUpTo: Int64?
 
-        init(member: String, slot: CounterSlot, end: Int) {
+        init(member: String, slot: CounterSlot, end: Int, erasuresSeenUpTo: Int64?) {
             self.member = member
             dropAt = end + (end - slot.windowStart)
+            self.erasuresSeenUpTo = erasuresSeenUpTo
         }
     }
 
@@ -216,6 +221,7 @@ public actor ConversationLedger {
             facts = cached
         } else {
             let state: ConversationState
+            let point = lastChange
             do {
                 state = try await store.conversationState(sender: sender, recipient: recipient, facts: cached == nil, counted: counted,
                                                           distinct: distinct, families: Array(families.keys))
@@ -225,6 +231,10 @@ public actor ConversationLedger {
                 }
                 throw error
             }
+            // Another message's sync during the read may have forgotten a user erased meanwhile whom this message
+            // counts: the next write leaves out users erased after the point the read began at.
+            let synced = lastChange != point
+            if synced, let point { pending.erasuresSeenUpTo = min(pending.erasuresSeenUpTo ?? point, point) }
             // The windows read start from the store's count, under what was counted here while it was read.
             for slot in counted {
                 slots[slot]?.total += state.totals[slot] ?? 0
@@ -347,12 +357,12 @@ public actor ConversationLedger {
                 // (A window no longer in memory, only when more than `maxSlots` were, has its member written, not lost;
                 // so does one already due to be dropped, a line of a window far behind the newest: held, it would be
                 // dropped at once, and each of its text's recipients after it would count from one again.)
-                let kept = slots[slot].map { HeldMember(member: member, slot: slot, end: $0.end) }
+                let kept = slots[slot].map { HeldMember(member: member, slot: slot, end: $0.end, erasuresSeenUpTo: written.erasuresSeenUpTo) }
                 if pending.members[slot] == nil, let kept, kept.dropAt > latest {
                     held[slot] = kept
                     heldDropAt = min(heldDropAt, kept.dropAt)
                 } else {
-                    pending.members[slot, default: []].insert(member)
+                    putBack(member, of: slot, seenUpTo: written.erasuresSeenUpTo)
                 }
                 continue
             }
@@ -384,11 +394,18 @@ public actor ConversationLedger {
 
     /// Every held member goes with the next write.
     private func releaseHeld() {
-        for (slot, held) in held { pending.members[slot, default: []].insert(held.member) }
+        for (slot, held) in held { putBack(held.member, of: slot, seenUpTo: held.erasuresSeenUpTo) }
         for (slot, member) in pending.singletons { pending.members[slot, default: []].insert(member) }
         held.removeAll()
         heldDropAt = .max
         pending.singletons.removeAll()
+    }
+
+    /// A member counted by an earlier write (held, or the store's answer came after newer counts) goes with the next
+    /// write, which leaves out users erased after that earlier write's point: syncs since then did not see it.
+    private func putBack(_ member: String, of slot: CounterSlot, seenUpTo point: Int64?) {
+        pending.members[slot, default: []].insert(member)
+        if let point { pending.erasuresSeenUpTo = min(pending.erasuresSeenUpTo ?? point, point) }
     }
 
     /// Members the store has in a distinct window, joined to what this daemon counted in it; a window not held is
@@ -399,7 +416,7 @@ public actor ConversationLedger {
         known.total = known.members?.count ?? 0
         slots[slot] = known
         // Another daemon has members there too: a member held here is no longer the window's only one.
-        if !members.isEmpty, let single = held.removeValue(forKey: slot) { pending.members[slot, default: []].insert(single.member) }
+        if !members.isEmpty, let single = held.removeValue(forKey: slot) { putBack(single.member, of: slot, seenUpTo: single.erasuresSeenUpTo) }
     }
 
     /// Adds one counter's part of a message to its window and returns the window's total.
@@ -415,7 +432,9 @@ public actor ConversationLedger {
                     pending.singletons[key] = member
                 } else {
                     // A member held (or still to be asked about) goes with the second one.
-                    if let first = held.removeValue(forKey: key)?.member ?? pending.singletons.removeValue(forKey: key) {
+                    if let first = held.removeValue(forKey: key) {
+                        putBack(first.member, of: key, seenUpTo: first.erasuresSeenUpTo)
+                    } else if let first = pending.singletons.removeValue(forKey: key) {
                         pending.members[key, default: []].insert(first)
                     }
                     pending.members[key, default: []].insert(member)
@@ -472,8 +491,10 @@ public actor ConversationLedger {
         }
         slots = slots.filter { !$0.key.names(any: users) }.mapValues { slot in
             guard var members = slot.members, !members.isDisjoint(with: users) else { return slot }
+            let removed = members.intersection(users).count
             members.subtract(users)
-            return Slot(total: members.count, members: members, end: slot.end, listed: slot.listed)
+            // The total is the store's (other daemons' members too), less the members erased.
+            return Slot(total: max(0, slot.total - removed), members: members, end: slot.end, listed: slot.listed)
         }
     }
 
