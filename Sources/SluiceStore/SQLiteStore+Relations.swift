@@ -143,19 +143,11 @@ extension SQLiteStore {
             }
             // A family's keys are one range of the primary key (text compares byte by byte here); several ranges are
             // read by one statement (SQLite reads each range on the key and joins them).
-            for (windowStart, slots) in Dictionary(grouping: families, by: \.windowStart) {
-                for chunk in CounterStatements.paddedChunks(slots) {
-                    let family = try db.cachedStatement(sql: CounterStatements.families[chunk.count])
-                    var values = [windowStart.databaseValue]
-                    for slot in chunk {
-                        let range = slot.familyKeyRange
-                        values += [range.from.databaseValue, range.upTo.databaseValue]
-                    }
-                    let rows = try Row.fetchCursor(family, arguments: StatementArguments(values))
-                    while let row = try rows.next() {
-                        state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1])
-                    }
-                }
+            try CounterStatements.eachRow(db, CounterStatements.families, keysOf: families, binding: {
+                let range = $0.familyKeyRange
+                return [range.from.databaseValue, range.upTo.databaseValue]
+            }) { row, windowStart in
+                state.members[CounterSlot(key: row[0], windowStart: windowStart), default: []].insert(row[1])
             }
             return state
         }
@@ -286,14 +278,16 @@ enum CounterStatements {
         }
     }
 
-    /// Runs `sql` (a window start, then keys) over the windows of `slots`, grouped by window start and in padded
-    /// chunks; `body` takes each row with the window start it was read for.
+    /// Runs `sql` (a window start, then each slot's `binding`: its key, or a family's key range) over the windows of
+    /// `slots`, grouped by window start and in padded chunks; `body` takes each row with the window start it was read
+    /// for.
     static func eachRow(_ db: Database, _ sql: SizedSQL, keysOf slots: some Sequence<CounterSlot>,
+                        binding: (CounterSlot) -> [DatabaseValue] = { [$0.key.databaseValue] },
                         _ body: (Row, Int) throws -> Void) throws {
         for (windowStart, slots) in Dictionary(grouping: slots, by: \.windowStart) {
-            for keys in paddedChunks(slots.map(\.key)) {
-                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql[keys.count]),
-                                               arguments: StatementArguments([windowStart.databaseValue] + keys.map(\.databaseValue)))
+            for chunk in paddedChunks(slots) {
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql[chunk.count]),
+                                               arguments: StatementArguments([windowStart.databaseValue] + chunk.flatMap(binding)))
                 while let row = try rows.next() { try body(row, windowStart) }
             }
         }
