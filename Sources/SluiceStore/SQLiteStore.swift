@@ -464,6 +464,6 @@ public struct SQLiteStore: StatusStore {
 
     /// `?, ?, …` for an `IN (…)` list.
     static func placeholders(_ count: Int) -> String {
-        Array(repeating: "?", count: count).joined(separator: ",")
+        CounterStatements.repeated("?", count, separator: ",")
     }
 }
