@@ -55,6 +55,9 @@ final class RateLimitLedger: Service, Sendable {
         var lastSweep: ContinuousClock.Instant
         /// Provisional windows whose store count the background reader is to read.
         var toRead: Set<CounterSlot> = []
+        /// With an interval of 0: a request's own exchange did not run (another was under way), so its count waits for
+        /// the service's next one.
+        var leftover = false
     }
 
     let store: any StatusStore
@@ -120,8 +123,9 @@ final class RateLimitLedger: Service, Sendable {
             try await learn(slot, windowSeconds: windowSeconds)
             decided = state.withLock { state in Self.count(slot, limit: limit, in: &state) }
         }
-        // With an interval of 0 every request is written before it is answered.
-        if interval == .zero { try await exchangeIfDue() }
+        // With an interval of 0 every request is written before it is answered (or, while another exchange is under
+        // way, by the service's next one).
+        if interval == .zero, try await !exchangeIfDue() { state.withLock { $0.leftover = true } }
         let (allowed, current) = decided ?? (false, limit)
         return RateLimitState(current: current, limit: limit, resetAt: Date(timeIntervalSince1970: Double(slot.windowStart + windowSeconds)),
                               windowSeconds: windowSeconds, allowed: allowed)
@@ -160,6 +164,7 @@ final class RateLimitLedger: Service, Sendable {
         let second = Int(now().timeIntervalSince1970)
         let slots: [CounterSlot] = state.withLock { state in
             state.lastExchange = clock.now
+            state.leftover = false
             let dirty = state.dirty
             state.dirty = []
             guard flushing else { return Array(dirty) }
@@ -229,7 +234,10 @@ final class RateLimitLedger: Service, Sendable {
             group.addTask { await self.readProvisionalWindows() }
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: max(self.interval, .milliseconds(10))) }
-                try? await self.exchangeIfDue()
+                // With an interval of 0 requests exchange themselves: one here would be under way when a request
+                // comes, which would then skip its own and judge (and answer) before the other processes' counts are
+                // read and its own written. Only a count left over that way is written here.
+                if self.interval > .zero || self.state.withLock({ $0.leftover }) { try? await self.exchangeIfDue() }
             }
             ring.finish()
         }
@@ -269,16 +277,18 @@ final class RateLimitLedger: Service, Sendable {
         }
     }
 
-    /// One exchange when the last is older than `interval` and none is under way.
-    private func exchangeIfDue() async throws(StoreError) {
+    /// One exchange when the last is older than `interval` and none is under way; whether it ran.
+    @discardableResult
+    private func exchangeIfDue() async throws(StoreError) -> Bool {
         let due = state.withLock { state in
             guard !state.exchanging, clock.now - state.lastExchange >= interval else { return false }
             state.exchanging = true
             return true
         }
-        guard due else { return }
+        guard due else { return false }
         defer { state.withLock { $0.exchanging = false } }
         try await exchange()
+        return true
     }
 
     /// Counts one request in a known window: (allowed, count after it); nil when the window is not known here yet.
