@@ -48,8 +48,12 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM spamCounter WHERE key LIKE '%:' || ? ESCAPE '\\'", arguments: [Self.likeEscaped(userId)])
             try db.execute(sql: "DELETE FROM spamDistinct WHERE key LIKE '%:' || ? || ':%' ESCAPE '\\' OR key LIKE '%:' || ? ESCAPE '\\' OR member = ?",
                            arguments: [Self.likeEscaped(userId), Self.likeEscaped(userId), userId])
-            // The one history row the user keeps: daemons following the feed forget what they hold of them, and
-            // counts made before they heard of it are not written (`recordMessageTally`).
+            // Rate-limit windows by their exact keys (`caption:` and `bank-match:` counters name no user).
+            let windows = UserRateLimit.keys(of: userId)
+            try db.execute(sql: "DELETE FROM rateLimit WHERE key IN (\(Self.placeholders(windows.count)))", arguments: StatementArguments(windows))
+            // The one history row the user keeps: daemons following the feed (and API processes at their next
+            // rate-limit exchange) forget what they hold of them, and counts made before they heard of it are not
+            // written (`recordMessageTally`, `exchangeRateLimitCounts`).
             try db.execute(sql: "INSERT INTO relationChange (kind, actor, subject, at) VALUES (?, ?, ?, ?)",
                            arguments: [RelationChangeFeed.erasureKind, userId, userId, Date()])
         }
@@ -156,12 +160,12 @@ extension SQLiteStore {
     public func relationChanges(after seq: Int64?, limit: Int) async throws(StoreError) -> RelationChangeFeed {
         try readNow("read relation changes") { db in
             guard let seq else {
-                return RelationChangeFeed(users: [], last: try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? 0, complete: true)
+                return RelationChangeFeed(users: [], last: try Self.lastRelationChange(db), complete: true)
             }
             let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, actor, subject, kind FROM relationChange WHERE seq > ? ORDER BY seq LIMIT ?"),
                                         arguments: [seq, limit + 1])
             guard rows.count <= limit else {
-                let last = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM relationChange") ?? seq
+                let last = try Self.lastRelationChange(db)
                 return RelationChangeFeed(users: [], last: last, complete: false, erased: try Self.usersErased(db, after: seq, upTo: last))
             }
             var users = Set<String>(), erased = Set<String>()
@@ -172,6 +176,11 @@ extension SQLiteStore {
             }
             return RelationChangeFeed(users: users, last: rows.last?[0] ?? seq, complete: true, erased: erased)
         }
+    }
+
+    /// The relation history's newest sequence number (0 when it is empty).
+    static func lastRelationChange(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM relationChange")) ?? 0
     }
 
     /// Users erased after `seq` in the relation history (up to `last`, when given); none when `seq` is nil.

@@ -147,6 +147,42 @@ import Testing
         #expect(early + middle + late <= 60 + 3 + 1, "the bound: the limit plus the other process's hold-back and one")
     }
 
+    /// Erasing a user (the backend's `DELETE /v1/users/{id}` on another process) deletes their windows, and the process
+    /// that counted for them writes none of it back: not one that hears of it at an exchange while it runs (it forgets
+    /// the window; the user's next request starts a new one), nor one that stops first (its last write leaves them out).
+    @Test(arguments: [10, 60_000])
+    func anErasedUsersCountsAreNotWrittenBack(exchangeMilliseconds: Int) async throws {
+        let root = try TemporaryDataRoot()
+        let instant = Date()
+        let hearsOfIt = exchangeMilliseconds < 60_000
+        // Three counts written by a process that stopped.
+        try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant).test(.live) { client async throws -> Void in
+            for _ in 0..<3 { #expect(try await Self.validate(client, as: "ann")) }
+        }
+        let eraser = try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant)
+        // Two more on a process that holds them back (a hold-back of 3 at a limit of 60): they are in its memory only.
+        try await Self.process(root, exchangeMilliseconds: exchangeMilliseconds, limit: 60, at: instant).test(.live) { client async throws -> Void in
+            for _ in 0..<2 { #expect(try await Self.validate(client, as: "ann")) }
+            try await Self.waitForCount(client, as: "ann", atLeast: 5)
+            try await eraser.test(.router) { other async throws -> Void in
+                try await other.execute(uri: "/v1/users/ann", method: .delete, headers: SeedClientTests.app) { response in
+                    #expect(response.status == .ok, "\(String(buffer: response.body))")
+                }
+                #expect(try await Self.count(other, as: "ann") == 0, "the erasure deletes the stored window")
+            }
+            guard hearsOfIt else { return }
+            let forgot = try await waitUntil(every: 20) { try await Self.count(client, as: "ann") == 0 }
+            #expect(forgot, "the process forgets the window at its next exchange")
+            #expect(try await Self.validate(client, as: "ann"))
+            #expect(try await Self.count(client, as: "ann") == 1)
+        }
+        // What is stored once both stopped: nothing of what was counted before the erasure.
+        let stored = try await Self.process(root, exchangeMilliseconds: 60_000, limit: 60, at: instant).test(.router) { client in
+            try await Self.count(client, as: "ann")
+        }
+        #expect(stored == (hearsOfIt ? 1 : 0))
+    }
+
     @Test func processesThatExchangeOnEveryRequestAgreeExactly() async throws {
         let root = try TemporaryDataRoot()
         let instant = Date()

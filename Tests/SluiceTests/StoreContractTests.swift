@@ -324,6 +324,37 @@ import Testing
         #expect(!many.complete && many.users.isEmpty && many.erased == ["eve"] && many.last == all.last, "\(many.last)")
     }
 
+    /// Erasing a user deletes their rate-limit windows (exactly their keys: not another counter's that ends with the
+    /// same name, nor a user whose name differs in case or length), and an exchange stamped with a point of the feed
+    /// before the erasure writes none of their counts, names them, and returns the point to give next time.
+    @Test(arguments: StoreBackend.available)
+    func anErasureDeletesTheUsersRateLimitWindowsAndKeepsCountsMadeBeforeItOut(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        func slot(_ key: String) -> CounterSlot { CounterSlot(key: key, windowStart: 1_800_000_000) }
+        let keys = ["text_message:ann", "image_upload:ann", "threads:ann", "text_message:Ann", "text_message:anna",
+                    "caption:ann", "bank-match:ann", "text_message:bob"]
+        let start = try await store.exchangeRateLimitCounts(Dictionary(uniqueKeysWithValues: keys.map { (slot($0), 2) }), erasuresSeenUpTo: nil)
+        #expect(start.totals.count == keys.count && start.totals.values.allSatisfy { $0 == 2 } && start.erased.isEmpty)
+        try await store.eraseRelations(of: "ann")
+        let left = try await store.rateLimitTotals(keys.map(slot))
+        #expect(left == Dictionary(uniqueKeysWithValues: keys.map { (slot($0), ["text_message:ann", "image_upload:ann", "threads:ann"].contains($0) ? 0 : 2) }),
+                "\(left)")
+
+        // Counts made before the erasure was heard of: ann's windows are left out (total 0), the others are written.
+        let exchanged = try await store.exchangeRateLimitCounts([slot("text_message:ann"): 1, slot("detect_priority:ann"): 0,
+                                                                 slot("text_message:bob"): 1, slot("caption:ann"): 1],
+                                                                erasuresSeenUpTo: start.erasuresSeenUpTo)
+        #expect(exchanged.erased == ["ann"] && exchanged.erasuresSeenUpTo > start.erasuresSeenUpTo)
+        #expect(exchanged.totals == [slot("text_message:ann"): 0, slot("detect_priority:ann"): 0, slot("text_message:bob"): 3,
+                                     slot("caption:ann"): 3], "\(exchanged.totals)")
+        #expect(try await store.rateLimitTotals([slot("text_message:ann")]) == [slot("text_message:ann"): 0])
+        // Once the erasure was heard of, ann's new counts are written; with nothing to write only the point is read.
+        let later = try await store.exchangeRateLimitCounts([slot("text_message:ann"): 1], erasuresSeenUpTo: exchanged.erasuresSeenUpTo)
+        #expect(later == RateLimitExchange(totals: [slot("text_message:ann"): 1], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
+        let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: start.erasuresSeenUpTo)
+        #expect(point == RateLimitExchange(totals: [:], erased: ["ann"], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
+    }
+
     /// A counter family (a sender's duplicate texts, one key per text) is read in one go: every key `{family}:…` of
     /// that window with its members, and nothing of another window, another family, or a family whose name only
     /// starts the same way.

@@ -26,6 +26,12 @@ import Synchronization
 /// process held back for them and admitted before its next exchange: at most its hold-back plus one request, and one
 /// `interval` of their requests. Counts not yet written when a process is killed are lost (at most one `interval`,
 /// and what it held back: at most the hold-back of each window); a graceful stop writes them.
+///
+/// An erased user's windows (`UserRateLimit` keys; `eraseRelations` deletes their rows) are not written back: each
+/// exchange gives the store the relation feed's point its windows were last purged at, the store leaves out the
+/// counts of users erased after it and names them, and the windows of those users are then forgotten here (what they
+/// counted meanwhile too: an erasure resets a user's limits). A process learns that point before it makes its first
+/// window.
 final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
@@ -58,6 +64,9 @@ final class RateLimitLedger: Service, Sendable {
         /// With an interval of 0: a request's own exchange did not run (another was under way), so its count waits for
         /// the service's next one.
         var leftover = false
+        /// The relation feed's point up to which erased users' windows were forgotten here (nil until the first
+        /// window): what an exchange's write is stamped with.
+        var erasuresSeenUpTo: Int64?
     }
 
     let store: any StatusStore
@@ -103,6 +112,7 @@ final class RateLimitLedger: Service, Sendable {
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
     func consume(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
+        if state.withLock({ $0.erasuresSeenUpTo == nil }) { try await learnErasurePoint() }
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
         let background = state.withLock { state in
@@ -129,6 +139,13 @@ final class RateLimitLedger: Service, Sendable {
         let (allowed, current) = decided ?? (false, limit)
         return RateLimitState(current: current, limit: limit, resetAt: Date(timeIntervalSince1970: Double(slot.windowStart + windowSeconds)),
                               windowSeconds: windowSeconds, allowed: allowed)
+    }
+
+    /// Reads the relation feed's point before the first window is made: an erasure after it is one this process's
+    /// counts must not outlive. Requests that race here keep the earliest point read.
+    private func learnErasurePoint() async throws(StoreError) {
+        let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: nil).erasuresSeenUpTo
+        state.withLock { $0.erasuresSeenUpTo = min($0.erasuresSeenUpTo ?? point, point) }
     }
 
     /// Makes a window known when no background reader runs (`run()` not started, e.g. a router alone): its count
@@ -162,14 +179,17 @@ final class RateLimitLedger: Service, Sendable {
     /// pending is sent now; one counted after it, at the next exchange.
     func exchange(flushing: Bool = false) async throws(StoreError) {
         let second = Int(now().timeIntervalSince1970)
-        let slots: [CounterSlot] = state.withLock { state in
+        let (slots, seen): ([CounterSlot], Int64?) = state.withLock { state in
             state.lastExchange = clock.now
             state.leftover = false
             let dirty = state.dirty
             state.dirty = []
-            guard flushing else { return Array(dirty) }
-            return Array(dirty.union(state.windows.lazy.filter { $0.value.pending > 0 && $0.value.end > second }.map(\.key)))
+            guard flushing else { return (Array(dirty), state.erasuresSeenUpTo) }
+            return (Array(dirty.union(state.windows.lazy.filter { $0.value.pending > 0 && $0.value.end > second }.map(\.key))),
+                    state.erasuresSeenUpTo)
         }
+        // No window yet (none is made before the point is known): nothing to write or forget.
+        guard let seen else { return }
         var written: [CounterSlot: Int] = [:]
         written.reserveCapacity(slots.count)
         for chunk in Self.chunks(slots) {
@@ -183,9 +203,11 @@ final class RateLimitLedger: Service, Sendable {
             }
             await Task.yield()
         }
-        let totals: [CounterSlot: Int]
+        // Nothing to write and no window to forget: no trip to the store.
+        if written.isEmpty, state.withLock({ $0.windows.isEmpty }) { return }
+        let exchanged: RateLimitExchange
         do {
-            totals = try await store.recordRateLimitCounts(written)
+            exchanged = try await store.exchangeRateLimitCounts(written, erasuresSeenUpTo: seen)
         } catch {
             for chunk in Self.chunks(Array(written)) {
                 state.withLock { state in
@@ -198,7 +220,7 @@ final class RateLimitLedger: Service, Sendable {
             }
             throw error
         }
-        for chunk in Self.chunks(Array(totals)) {
+        for chunk in Self.chunks(Array(exchanged.totals)) {
             state.withLock { state in
                 for (slot, total) in chunk {
                     state.windows[slot]?.stored = total
@@ -209,6 +231,10 @@ final class RateLimitLedger: Service, Sendable {
             await Task.yield()
         }
         state.withLock { state in
+            if !exchanged.erased.isEmpty { Self.forget(exchanged.erased, in: &state) }
+            state.erasuresSeenUpTo = max(state.erasuresSeenUpTo ?? exchanged.erasuresSeenUpTo, exchanged.erasuresSeenUpTo)
+        }
+        state.withLock { state in
             // Ended windows are forgotten every 10 s, unless they have counts to write or an exchange to be in: what a
             // window held back is not written once it ended (its count no longer limits anyone).
             guard clock.now - state.lastSweep >= .seconds(10) else { return }
@@ -216,6 +242,17 @@ final class RateLimitLedger: Service, Sendable {
             state.windows = state.windows.filter {
                 $0.value.end > second || ($0.value.pending > 0 && holdBack($0.value.limit) == 0) || state.dirty.contains($0.key)
             }
+        }
+    }
+
+    /// Drops every window of `users` (erased: the store wrote none of their counts and deleted their rows), with what
+    /// it counted since.
+    private static func forget(_ users: Set<String>, in state: inout State) {
+        let gone = state.windows.keys.filter { UserRateLimit.user(ofKey: $0.key).map(users.contains) ?? false }
+        for slot in gone {
+            state.windows[slot] = nil
+            state.dirty.remove(slot)
+            state.toRead.remove(slot)
         }
     }
 

@@ -6,14 +6,7 @@ import SluiceCore
 /// reports 10 per hour; priority checks 60 per minute). Counted in this process's memory and exchanged with the
 /// store (`RateLimitLedger`), so several API processes agree.
 struct RateLimits: Sendable {
-    enum Limit: String, CaseIterable {
-        case imageUpload = "image_upload"
-        case textMessage = "text_message"
-        case report
-        case detectPriority = "detect_priority"
-        /// summarizeThread, extractActionItems, trackDecisions, smartSearch.
-        case threads
-    }
+    typealias Limit = UserRateLimit
 
     let ledger: RateLimitLedger
     let config: RateLimitsConfig
@@ -34,7 +27,7 @@ struct RateLimits: Sendable {
     func consume(_ limit: Limit, context: APIContext) async throws {
         guard let user = context.principal?.userId else { return }
         let rule = rule(limit)
-        let state = try await ledger.consume(key: "\(limit.rawValue):\(user)", limit: rule.limit, windowSeconds: rule.windowSeconds, now: now())
+        let state = try await ledger.consume(key: limit.key(for: user), limit: rule.limit, windowSeconds: rule.windowSeconds, now: now())
         guard state.allowed else {
             throw APIError(.resourceExhausted,
                            "\(limit.rawValue) limit of \(rule.limit) per \(Self.window(rule.windowSeconds)) reached; resets at \(state.resetAt.formatted(.iso8601))",
@@ -47,7 +40,7 @@ struct RateLimits: Sendable {
         var windows: [String: RateLimitState] = [:]
         for limit in Limit.allCases {
             let rule = rule(limit)
-            windows[limit.rawValue] = try await ledger.current(key: "\(limit.rawValue):\(user)", limit: rule.limit,
+            windows[limit.rawValue] = try await ledger.current(key: limit.key(for: user), limit: rule.limit,
                                                                windowSeconds: rule.windowSeconds, now: now())
         }
         return windows

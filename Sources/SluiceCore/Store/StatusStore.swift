@@ -96,7 +96,12 @@ public protocol StatusStore: Sendable {
     /// Adds requests counted elsewhere (an API process's memory) to their windows in one transaction, and returns
     /// each window's total after it (every process's counts); an amount of 0 only reads the total. Windows of
     /// those keys that ended are dropped.
-    func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int]
+    ///
+    /// Given the relation feed's point the counts were made at (`erasuresSeenUpTo`), the windows of a user erased
+    /// after it (`UserRateLimit` keys) are not written (their totals are 0), and those users are returned with the
+    /// feed's newest point: an erasure either commits first and is read here, or comes after and deletes what this
+    /// wrote. Given nil, nothing is left out (and only the point is read).
+    func exchangeRateLimitCounts(_ amounts: [CounterSlot: Int], erasuresSeenUpTo: Int64?) async throws(StoreError) -> RateLimitExchange
     /// The totals of several rate-limit windows in one read (absent windows: 0).
     func rateLimitTotals(_ slots: [CounterSlot]) async throws(StoreError) -> [CounterSlot: Int]
     /// The current window of `key`, without counting.
@@ -182,7 +187,7 @@ public protocol StatusStore: Sendable {
     func isBlocked(blocker: String, blocked: String) async throws(StoreError) -> Bool
     /// What the rules need about a sender and a recipient, in one read.
     func relationFacts(sender: String, recipient: String) async throws(StoreError) -> RelationFacts
-    /// Erasure: every relation, history row, message request and spam counter of the user.
+    /// Erasure: every relation, history row, message request, spam counter and rate-limit window of the user.
     func eraseRelations(of userId: String) async throws(StoreError)
     /// A user's relation history, oldest first.
     func relationHistory(_ userId: String) async throws(StoreError) -> [RelationChange]
@@ -525,6 +530,11 @@ extension Array {
 }
 
 extension StatusStore {
+    /// Adds counts of windows that name no user (`exchangeRateLimitCounts` leaving nothing out); each window's total.
+    public func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int] {
+        try await exchangeRateLimitCounts(amounts, erasuresSeenUpTo: nil).totals
+    }
+
     /// `relationChanges` up to 5,000 changes.
     public func relationChanges(after seq: Int64?) async throws(StoreError) -> RelationChangeFeed {
         try await relationChanges(after: seq, limit: 5_000)

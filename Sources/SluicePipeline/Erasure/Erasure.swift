@@ -32,7 +32,8 @@ public struct Erasure: Sendable {
     }
 
     /// Everything of one user: their folders in every part of the contract, every item, their name on the
-    /// reports they filed, and their relations (profile, follows, blocks, history, message requests, counters).
+    /// reports they filed, and their relations (profile, follows, blocks, history, message requests, counters, rate-limit
+    /// windows).
     public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
         var summary = Summary()
         summary.files = try removeFolders(of: userId)

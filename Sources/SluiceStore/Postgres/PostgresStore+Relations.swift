@@ -79,7 +79,10 @@ extension PostgresStore {
                 WHERE strpos(key, ':' || \(userId) || ':') > 0 OR right(key, char_length(':' || \(userId))) = ':' || \(userId)
                     OR member = \(userId)
                 """, logger: logger)
-            // The one history row the user keeps: daemons following the feed forget what they hold of them.
+            // Rate-limit windows by their exact keys (`caption:` and `bank-match:` counters name no user).
+            try await connection.run("DELETE FROM rateLimit WHERE key = ANY(\(UserRateLimit.keys(of: userId)))", logger: logger)
+            // The one history row the user keeps: daemons following the feed, and API processes at their next
+            // rate-limit exchange, forget what they hold of them.
             try await connection.lock(.relations, logger: logger)
             try await connection.run("""
                 INSERT INTO relationChange (kind, actor, subject, at)

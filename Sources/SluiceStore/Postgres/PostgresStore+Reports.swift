@@ -60,40 +60,65 @@ extension PostgresStore {
                               windowSeconds: windowSeconds, allowed: current.1)
     }
 
-    public func recordRateLimitCounts(_ amounts: [CounterSlot: Int]) async throws(StoreError) -> [CounterSlot: Int] {
-        guard !amounts.isEmpty else { return [:] }
-        let slots = Array(amounts.keys)
+    public func exchangeRateLimitCounts(_ amounts: [CounterSlot: Int], erasuresSeenUpTo seen: Int64?) async throws(StoreError) -> RateLimitExchange {
         let logger = logger
         return try await transaction("count \(amounts.count) rate limit windows") { connection in
-            struct Row: Encodable { var key: String, windowstart: Int64, amount: Int64 }
-            let rows = slots.map { Row(key: $0.key, windowstart: Int64($0.windowStart), amount: Int64(amounts[$0] ?? 0)) }
-            let json = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
-            // Added in one statement (ordered by key, so two servers lock the same rows in the same order), then
-            // every process's totals read back in the same transaction.
-            let added = try await connection.rows("""
-                INSERT INTO rateLimit (key, windowStart, count)
-                SELECT a.key, a.windowStart, a.amount FROM json_to_recordset(\(json)::json) AS a(key TEXT, windowStart BIGINT, amount BIGINT)
-                WHERE a.amount > 0 ORDER BY a.key, a.windowStart
-                ON CONFLICT (key, windowStart) DO UPDATE SET count = rateLimit.count + excluded.count
-                RETURNING key, windowStart, count, xmax = 0
-                """, logger: logger)
+            var erased = Set<String>()
+            if let seen {
+                // Shared, as the conversation rules' counts: an erasure (which takes it alone) either committed before,
+                // and is read here, or waits for this and deletes what it wrote.
+                try await connection.lock(.userErasure, shared: true, logger: logger)
+                for row in try await connection.rows("""
+                    SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind)
+                    """, logger: logger) {
+                    erased.insert(try row.decode(String.self))
+                }
+            }
+            let last = try await connection.rows("SELECT COALESCE(MAX(seq), 0) FROM relationChange", logger: logger)
+                .first?.decode(Int64.self) ?? 0
             var totals: [CounterSlot: Int] = [:]
-            var started: [(String, Int64)] = []
-            var byKey: [String: [CounterSlot]] = [:]
-            for slot in slots { byKey[slot.key, default: []].append(slot) }
-            for row in added {
-                let (key, window, count, inserted) = try row.decode((String, Int64, Int, Bool).self)
-                for slot in byKey[key] ?? [] where Int64(slot.windowStart) == window { totals[slot] = count }
-                // The window's first count: the key's ended windows go (once per window, not on every exchange).
-                if inserted { started.append((key, window)) }
+            let slots = amounts.keys.filter { slot in
+                guard !erased.isEmpty, let user = UserRateLimit.user(ofKey: slot.key), erased.contains(user) else { return true }
+                totals[slot] = 0
+                return false
             }
-            for (key, window) in started {
-                try await connection.run("DELETE FROM rateLimit WHERE key = \(key) AND windowStart < \(window)", logger: logger)
-            }
-            let missing = slots.filter { totals[$0] == nil }
-            for (slot, total) in try await Self.totals(missing, on: connection, logger: logger) { totals[slot] = total }
-            return totals
+            for (slot, total) in try await Self.add(amounts, of: slots, on: connection, logger: logger) { totals[slot] = total }
+            return RateLimitExchange(totals: totals, erased: erased, erasuresSeenUpTo: last)
         }
+    }
+
+    /// Adds the amounts of `slots` and reads their totals (every process's counts) on a transaction's connection.
+    private static func add(_ amounts: [CounterSlot: Int], of slots: [CounterSlot], on connection: PostgresConnection,
+                            logger: Logger) async throws -> [CounterSlot: Int] {
+        guard !slots.isEmpty else { return [:] }
+        struct Row: Encodable { var key: String, windowstart: Int64, amount: Int64 }
+        let rows = slots.map { Row(key: $0.key, windowstart: Int64($0.windowStart), amount: Int64(amounts[$0] ?? 0)) }
+        let json = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+        // Added in one statement (ordered by key, so two servers lock the same rows in the same order), then
+        // every process's totals read back in the same transaction.
+        let added = try await connection.rows("""
+            INSERT INTO rateLimit (key, windowStart, count)
+            SELECT a.key, a.windowStart, a.amount FROM json_to_recordset(\(json)::json) AS a(key TEXT, windowStart BIGINT, amount BIGINT)
+            WHERE a.amount > 0 ORDER BY a.key, a.windowStart
+            ON CONFLICT (key, windowStart) DO UPDATE SET count = rateLimit.count + excluded.count
+            RETURNING key, windowStart, count, xmax = 0
+            """, logger: logger)
+        var totals: [CounterSlot: Int] = [:]
+        var started: [(String, Int64)] = []
+        var byKey: [String: [CounterSlot]] = [:]
+        for slot in slots { byKey[slot.key, default: []].append(slot) }
+        for row in added {
+            let (key, window, count, inserted) = try row.decode((String, Int64, Int, Bool).self)
+            for slot in byKey[key] ?? [] where Int64(slot.windowStart) == window { totals[slot] = count }
+            // The window's first count: the key's ended windows go (once per window, not on every exchange).
+            if inserted { started.append((key, window)) }
+        }
+        for (key, window) in started {
+            try await connection.run("DELETE FROM rateLimit WHERE key = \(key) AND windowStart < \(window)", logger: logger)
+        }
+        let missing = slots.filter { totals[$0] == nil }
+        for (slot, total) in try await Self.totals(missing, on: connection, logger: logger) { totals[slot] = total }
+        return totals
     }
 
     public func rateLimitTotals(_ slots: [CounterSlot]) async throws(StoreError) -> [CounterSlot: Int] {
