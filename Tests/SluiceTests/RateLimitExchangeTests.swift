@@ -35,6 +35,7 @@ import Testing
     static func count(_ client: some TestClientProtocol, as user: String) async throws -> Int {
         try await client.execute(uri: "/v1/functions/get_rate_limits", method: .post, headers: SeedClientTests.user(user),
                                  body: ByteBuffer(string: #"{"data": {}}"#)) { response -> Int in
+            #expect(response.status == .ok, "\(String(buffer: response.body))")
             let json = SeedClientTests.json(response.body)
             return ((json["result"] as? [String: Any])?["text_message"] as? [String: Any])?["current"] as? Int ?? 0
         }

@@ -353,6 +353,8 @@ import Testing
         #expect(later == RateLimitExchange(totals: [slot("text_message:ann"): 1], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
         let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: start.erasuresSeenUpTo)
         #expect(point == RateLimitExchange(totals: [:], erased: ["ann"], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
+        // Counters that name no user leave nothing out, whatever their keys look like.
+        #expect(try await store.recordRateLimitCounts([slot("image_upload:ann"): 1]) == [slot("image_upload:ann"): 1])
     }
 
     /// A counter family (a sender's duplicate texts, one key per text) is read in one go: every key `{family}:…` of

@@ -67,6 +67,9 @@ final class RateLimitLedger: Service, Sendable {
         /// The relation feed's point up to which erased users' windows were forgotten here (nil until the first
         /// window): what an exchange's write is stamped with.
         var erasuresSeenUpTo: Int64?
+        /// How many times erased users' windows were forgotten: a store read begun before a forget does not set
+        /// its total on a window made again after it.
+        var forgets = 0
     }
 
     let store: any StatusStore
@@ -112,13 +115,15 @@ final class RateLimitLedger: Service, Sendable {
     /// Counts one request against `key` in its current fixed window; over the limit it is not counted.
     func consume(key: String, limit: Int, windowSeconds: Int, now: Date) async throws(StoreError) -> RateLimitState {
         let slot = CounterSlot(key: key, windowSeconds: windowSeconds, at: now)
-        if state.withLock({ $0.erasuresSeenUpTo == nil }) { try await learnErasurePoint() }
         // An exchange that is due comes first (reading this window back too), so the request is judged on the
         // freshest totals.
-        let background = state.withLock { state in
+        let (background, pointKnown) = state.withLock { state in
             if state.windows[slot] != nil { state.dirty.insert(slot) }
-            return state.background
+            return (state.background, state.erasuresSeenUpTo != nil)
         }
+        // Unknown when its read failed (the store is down): the request is judged all the same, and the exchange
+        // then leaves out the counts of every user ever erased (`exchange`).
+        if !pointKnown { try? await learnErasurePoint() }
         if !background || interval == .zero { try await exchangeIfDue() }
         var decided = state.withLock { state in
             if state.windows[slot] == nil, state.background {
@@ -142,18 +147,23 @@ final class RateLimitLedger: Service, Sendable {
     }
 
     /// Reads the relation feed's point before the first window is made: an erasure after it is one this process's
-    /// counts must not outlive. Requests that race here keep the earliest point read.
+    /// counts must not outlive. The first point read stands (any is earlier than every window made after it; a
+    /// later read must not undo what an exchange since forgot).
     private func learnErasurePoint() async throws(StoreError) {
         let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: nil).erasuresSeenUpTo
-        state.withLock { $0.erasuresSeenUpTo = min($0.erasuresSeenUpTo ?? point, point) }
+        state.withLock { state in
+            if state.erasuresSeenUpTo == nil { state.erasuresSeenUpTo = point }
+        }
     }
 
     /// Makes a window known when no background reader runs (`run()` not started, e.g. a router alone): its count
     /// is read from the store before the request is judged.
     private func learn(_ slot: CounterSlot, windowSeconds: Int) async throws(StoreError) {
+        let forgets = state.withLock { $0.forgets }
         let total = try await store.rateLimitTotals([slot])[slot] ?? 0
         state.withLock { state in
-            if state.windows[slot] == nil {
+            // Read before an erasure was forgotten: read again (the caller asks until the window is known).
+            if state.windows[slot] == nil, state.forgets == forgets {
                 state.windows[slot] = Window(stored: total, pending: 0, end: slot.windowStart + windowSeconds)
             }
         }
@@ -179,7 +189,7 @@ final class RateLimitLedger: Service, Sendable {
     /// pending is sent now; one counted after it, at the next exchange.
     func exchange(flushing: Bool = false) async throws(StoreError) {
         let second = Int(now().timeIntervalSince1970)
-        let (slots, seen): ([CounterSlot], Int64?) = state.withLock { state in
+        let (slots, point): ([CounterSlot], Int64?) = state.withLock { state in
             state.lastExchange = clock.now
             state.leftover = false
             let dirty = state.dirty
@@ -188,8 +198,9 @@ final class RateLimitLedger: Service, Sendable {
             return (Array(dirty.union(state.windows.lazy.filter { $0.value.pending > 0 && $0.value.end > second }.map(\.key))),
                     state.erasuresSeenUpTo)
         }
-        // No window yet (none is made before the point is known): nothing to write or forget.
-        guard let seen else { return }
+        // Windows are made once the point is known, or after its read failed: then the write leaves out every user
+        // ever erased, and their windows are forgotten.
+        let seen = point ?? 0
         var written: [CounterSlot: Int] = [:]
         written.reserveCapacity(slots.count)
         for chunk in Self.chunks(slots) {
@@ -203,8 +214,9 @@ final class RateLimitLedger: Service, Sendable {
             }
             await Task.yield()
         }
-        // Nothing to write and no window to forget: no trip to the store.
-        if written.isEmpty, state.withLock({ $0.windows.isEmpty }) { return }
+        // Nothing to write: a trip to the store only to hear of erasures, while windows are held (with an interval
+        // of 0 the request's next exchange writes, and hears of them then).
+        if written.isEmpty, interval == .zero || state.withLock({ $0.windows.isEmpty }) { return }
         let exchanged: RateLimitExchange
         do {
             exchanged = try await store.exchangeRateLimitCounts(written, erasuresSeenUpTo: seen)
@@ -248,6 +260,7 @@ final class RateLimitLedger: Service, Sendable {
     /// Drops every window of `users` (erased: the store wrote none of their counts and deleted their rows), with what
     /// it counted since.
     private static func forget(_ users: Set<String>, in state: inout State) {
+        state.forgets += 1
         let gone = state.windows.keys.filter { UserRateLimit.user(ofKey: $0.key).map(users.contains) ?? false }
         for slot in gone {
             state.windows[slot] = nil
@@ -278,6 +291,16 @@ final class RateLimitLedger: Service, Sendable {
             }
             ring.finish()
         }
+        // After any exchange under way (a request's, with an interval of 0): two at once could put back counts
+        // of a failed one after the other forgot their user.
+        while !state.withLock({ state in
+            guard !state.exchanging else { return false }
+            state.exchanging = true
+            return true
+        }) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        defer { state.withLock { $0.exchanging = false } }
         try? await exchange(flushing: true)
     }
 
@@ -291,9 +314,9 @@ final class RateLimitLedger: Service, Sendable {
             // The windows that start in the next few milliseconds are read with this one: with many users each new
             // window rang for a read of its own (thousands a second), each a trip to a reader connection.
             try? await Task.sleep(for: Self.readGathering)
-            let slots = state.withLock { state in
+            let (slots, forgets) = state.withLock { state in
                 defer { state.toRead.removeAll(keepingCapacity: true) }
-                return state.toRead.filter { state.windows[$0]?.provisional == true }
+                return (state.toRead.filter { state.windows[$0]?.provisional == true }, state.forgets)
             }
             guard !slots.isEmpty else { continue }
             guard let totals = try? await store.rateLimitTotals(Array(slots)) else {
@@ -304,6 +327,12 @@ final class RateLimitLedger: Service, Sendable {
                 continue
             }
             state.withLock { state in
+                // Read before erased users' windows were forgotten: those made again since are read again.
+                guard state.forgets == forgets else {
+                    state.toRead.formUnion(slots)
+                    ring.yield()
+                    return
+                }
                 // A window an exchange is sending gets the store's total from that exchange (read now, the total may
                 // already hold what is being sent, which would then be counted twice until the exchange ends).
                 for (slot, total) in totals where state.windows[slot]?.provisional == true && state.windows[slot]?.sending == 0 {

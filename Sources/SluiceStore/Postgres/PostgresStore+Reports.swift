@@ -64,18 +64,23 @@ extension PostgresStore {
         let logger = logger
         return try await transaction("count \(amounts.count) rate limit windows") { connection in
             var erased = Set<String>()
+            let last: Int64
             if let seen {
                 // Shared, as the conversation rules' counts: an erasure (which takes it alone) either committed before,
-                // and is read here, or waits for this and deletes what it wrote.
+                // and is read here, or waits for this and deletes what it wrote. Its own statement: one statement's
+                // snapshot is taken before a lock it asks for is granted.
                 try await connection.lock(.userErasure, shared: true, logger: logger)
-                for row in try await connection.rows("""
-                    SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind)
-                    """, logger: logger) {
-                    erased.insert(try row.decode(String.self))
-                }
+                let row = try await connection.rows("""
+                    SELECT (SELECT COALESCE(MAX(seq), 0) FROM relationChange),
+                        ARRAY(SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind))
+                    """, logger: logger).first
+                let (point, actors) = try row?.decode((Int64, [String]).self) ?? (Int64(0), [String]())
+                last = point
+                erased = Set(actors)
+            } else {
+                last = try await connection.rows("SELECT COALESCE(MAX(seq), 0) FROM relationChange", logger: logger)
+                    .first?.decode(Int64.self) ?? 0
             }
-            let last = try await connection.rows("SELECT COALESCE(MAX(seq), 0) FROM relationChange", logger: logger)
-                .first?.decode(Int64.self) ?? 0
             var totals: [CounterSlot: Int] = [:]
             let slots = amounts.keys.filter { slot in
                 guard !erased.isEmpty, let user = UserRateLimit.user(ofKey: slot.key), erased.contains(user) else { return true }
