@@ -31,7 +31,8 @@ import Synchronization
 /// exchange gives the store the relation feed's point its windows were last purged at, the store leaves out the
 /// counts of users erased after it and names them, and the windows of those users are then forgotten here (what they
 /// counted meanwhile too: an erasure resets a user's limits). A process learns that point before it makes its first
-/// window.
+/// window (should that read fail, its first write leaves out every user ever erased), and while it holds windows it
+/// hears of erasures at each exchange, with nothing to write too.
 final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
