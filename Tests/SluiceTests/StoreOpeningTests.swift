@@ -70,7 +70,8 @@ import Testing
     @Test func counterWindowsSurviveTheUpgrade() async throws {
         let root = try TemporaryDataRoot()
         let path = root.url.appendingPathComponent("sluice.sqlite")
-        // The tables as v1-v14 made them, marked migrated up to v14 as GRDB's migrator records it.
+        // The tables as v1-v14 made them that the counters touch (a rate-limit write reads the erasures in
+        // `relationChange`), marked migrated up to v14 as GRDB's migrator records it.
         let old = try DatabaseQueue(path: path.path)
         try await old.write { db in
             try db.execute(sql: """
@@ -81,6 +82,8 @@ import Testing
                 INSERT INTO spamCounter VALUES ('spam.flood:ana', 1800000000, 4);
                 CREATE TABLE spamDistinct ("key" TEXT NOT NULL, "windowStart" INTEGER NOT NULL, "member" TEXT NOT NULL, PRIMARY KEY ("key", "windowStart", "member"));
                 INSERT INTO spamDistinct VALUES ('spam.duplicates:ana:f1', 1800000000, 'ben'), ('spam.duplicates:ana:f1', 1800000000, 'cy');
+                CREATE TABLE relationChange ("seq" INTEGER PRIMARY KEY AUTOINCREMENT, "kind" TEXT NOT NULL, "actor" TEXT NOT NULL, "subject" TEXT NOT NULL, "at" DATETIME NOT NULL);
+                INSERT INTO relationChange (kind, actor, subject, at) VALUES ('follow', 'ana', 'ben', '2027-01-15 08:00:00.000');
                 """)
             for identifier in ["v1-items-and-events", "v2-text-items", "v3-priority-and-caption", "v4-backlog-review-reports", "v5-rate-limits",
                                "v6-metrics-snapshots", "v7-human-decisions", "v8-erasure-and-webhooks", "v9-review-console",
