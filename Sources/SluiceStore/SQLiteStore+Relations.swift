@@ -44,10 +44,12 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM messageRequest WHERE sender = ? OR recipient = ?", arguments: [userId, userId])
             try db.execute(sql: "DELETE FROM threadMember WHERE userId = ?", arguments: [userId])
             try db.execute(sql: "INSERT OR IGNORE INTO threadMemberErased (userId) VALUES (?)", arguments: [userId])
-            // Counter keys end with the sender (`…:{userId}`) or name them in the middle (duplicates).
-            try db.execute(sql: "DELETE FROM spamCounter WHERE key LIKE '%:' || ? ESCAPE '\\'", arguments: [Self.likeEscaped(userId)])
-            try db.execute(sql: "DELETE FROM spamDistinct WHERE key LIKE '%:' || ? || ':%' ESCAPE '\\' OR key LIKE '%:' || ? ESCAPE '\\' OR member = ?",
-                           arguments: [Self.likeEscaped(userId), Self.likeEscaped(userId), userId])
+            // Counter keys end with the sender (`…:{userId}`) or name them in the middle (duplicates), compared as
+            // PostgreSQL does, case and all (`LIKE` ignored ASCII case: erasing `Ann` also dropped `ann`'s counters).
+            try db.execute(sql: "DELETE FROM spamCounter WHERE substr(key, -length(:suffix)) = :suffix", arguments: ["suffix": ":" + userId])
+            try db.execute(sql: """
+                DELETE FROM spamDistinct WHERE substr(key, -length(:suffix)) = :suffix OR instr(key, :suffix || ':') > 0 OR member = :user
+                """, arguments: ["suffix": ":" + userId, "user": userId])
             // Rate-limit windows by their exact keys (`caption:` and `bank-match:` counters name no user).
             let windows = UserRateLimit.keys(of: userId)
             try db.execute(sql: "DELETE FROM rateLimit WHERE key IN (\(Self.placeholders(windows.count)))", arguments: StatementArguments(windows))
@@ -57,10 +59,6 @@ extension SQLiteStore {
             try db.execute(sql: "INSERT INTO relationChange (kind, actor, subject, at) VALUES (?, ?, ?, ?)",
                            arguments: [RelationChangeFeed.erasureKind, userId, userId, Date()])
         }
-    }
-
-    static func likeEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
     }
 
     public func relationUser(_ userId: String) async throws(StoreError) -> RelationUser? {

@@ -324,6 +324,27 @@ import Testing
         #expect(!many.complete && many.users.isEmpty && many.erased == ["eve"] && many.last == all.last, "\(many.last)")
     }
 
+    /// Erasing a user deletes the spam counters naming them (as the sender a key ends with, inside a key, or as a
+    /// member) and no other user's: not one whose id differs in case (`Ann` and `ann` are two users), or ends or
+    /// starts with theirs.
+    @Test(arguments: StoreBackend.available)
+    func anErasureDeletesExactlyTheUsersCounters(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        func slot(_ key: String) -> CounterSlot { CounterSlot(key: key, windowStart: 1_800_000_000) }
+        let counted = ["spam.flood:ann", "spam.flood:Ann", "spam.flood:xann", "spam.flood:ann_", "spam.flood:a_n"].map(slot)
+        let members: [CounterSlot: Set<String>] = [
+            slot("spam.duplicates:ann:aaa"): ["bob"], slot("spam.duplicates:Ann:aaa"): ["bob"], slot("spam.duplicates:bob:bbb"): ["ann", "Ann"],
+            slot("spam.duplicates:anna:ccc"): ["bob"], slot("spam.duplicates:a_n:ddd"): ["bob"],
+        ]
+        _ = try await store.recordMessageTally(MessageTally(amounts: Dictionary(uniqueKeysWithValues: counted.map { ($0, 1) }), members: members),
+                                               now: Self.t0)
+        try await store.eraseRelations(of: "ann")
+        let state = try await store.conversationState(sender: "bob", recipient: "cy", facts: false, counted: counted, distinct: Array(members.keys))
+        #expect(state.totals == Dictionary(uniqueKeysWithValues: counted.dropFirst().map { ($0, 1) }), "\(state.totals)")
+        #expect(state.members == [slot("spam.duplicates:ann:aaa"): [], slot("spam.duplicates:Ann:aaa"): ["bob"], slot("spam.duplicates:bob:bbb"): ["Ann"],
+                                  slot("spam.duplicates:anna:ccc"): ["bob"], slot("spam.duplicates:a_n:ddd"): ["bob"]], "\(state.members)")
+    }
+
     /// Erasing a user deletes their rate-limit windows (exactly their keys: not another counter's that ends with the
     /// same name, nor a user whose name differs in case or length), and an exchange stamped with a point of the feed
     /// before the erasure writes none of their counts, names them, and returns the point to give next time.

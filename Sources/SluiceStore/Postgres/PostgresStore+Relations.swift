@@ -54,9 +54,8 @@ extension PostgresStore {
         }
     }
 
-    /// Counter keys are matched by suffix and substring (`right`, `strpos`) rather than SQLite's `LIKE … ESCAPE`:
-    /// the same keys, except that SQLite's `LIKE` ignores ASCII case (erasing `Ann` also dropped `ann`'s counters)
-    /// and these comparisons do not.
+    /// Counter keys are matched by suffix and substring (`right`, `strpos`), as SQLite's `substr` and `instr`: exactly,
+    /// case and all.
     public func eraseRelations(of userId: String) async throws(StoreError) {
         let logger = logger
         try await transaction("erase the relations of \(userId)") { connection in
