@@ -374,6 +374,12 @@ import Testing
         #expect(later == RateLimitExchange(totals: [slot("text_message:ann"): 1], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
         let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: start.erasuresSeenUpTo)
         #expect(point == RateLimitExchange(totals: [:], erased: ["ann"], erasuresSeenUpTo: exchanged.erasuresSeenUpTo))
+        // From the point 0 (what an API process whose first read of the point failed gives): every user ever erased
+        // is left out, ann's count made since her erasure too.
+        let fromZero = try await store.exchangeRateLimitCounts([slot("text_message:ann"): 1, slot("text_message:bob"): 1], erasuresSeenUpTo: 0)
+        #expect(fromZero == RateLimitExchange(totals: [slot("text_message:ann"): 0, slot("text_message:bob"): 4], erased: ["ann"],
+                                              erasuresSeenUpTo: exchanged.erasuresSeenUpTo), "\(fromZero)")
+        #expect(try await store.rateLimitTotals([slot("text_message:ann")]) == [slot("text_message:ann"): 1])
         // Counters that name no user leave nothing out, whatever their keys look like.
         #expect(try await store.recordRateLimitCounts([slot("image_upload:ann"): 1]) == [slot("image_upload:ann"): 1])
     }
