@@ -31,8 +31,9 @@ import Synchronization
 /// exchange gives the store the relation feed's point its windows were last purged at, the store leaves out the
 /// counts of users erased after it and names them, and the windows of those users are then forgotten here (what they
 /// counted meanwhile too: an erasure resets a user's limits). A process learns that point before it makes its first
-/// window (should that read fail, its first write leaves out every user ever erased), and while it holds windows it
-/// hears of erasures at each exchange, with nothing to write too.
+/// window (should that read fail, the point is 0 and its first write leaves out every user ever erased), and while it
+/// holds windows it hears of erasures at each exchange, with nothing to write too (with an interval of 0, at each
+/// request's: an idle process shows an erased user's old counts until its next request).
 final class RateLimitLedger: Service, Sendable {
     struct Window {
         /// The store's total at the last exchange (or first read).
@@ -122,9 +123,7 @@ final class RateLimitLedger: Service, Sendable {
             if state.windows[slot] != nil { state.dirty.insert(slot) }
             return (state.background, state.erasuresSeenUpTo != nil)
         }
-        // Unknown when its read failed (the store is down): the request is judged all the same, and the exchange
-        // then leaves out the counts of every user ever erased (`exchange`).
-        if !pointKnown { try? await learnErasurePoint() }
+        if !pointKnown { await learnErasurePoint() }
         if !background || interval == .zero { try await exchangeIfDue() }
         var decided = state.withLock { state in
             if state.windows[slot] == nil, state.background {
@@ -149,9 +148,17 @@ final class RateLimitLedger: Service, Sendable {
 
     /// Reads the relation feed's point before the first window is made: an erasure after it is one this process's
     /// counts must not outlive. The first point read stands (any is earlier than every window made after it; a
-    /// later read must not undo what an exchange since forgot).
-    private func learnErasurePoint() async throws(StoreError) {
-        let point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: nil).erasuresSeenUpTo
+    /// later read must not undo what an exchange since forgot). When the read fails (the store is down) the point is
+    /// 0 and is not read again: the request is judged all the same, and the first exchange leaves out the counts of
+    /// every user ever erased. (A later read that succeeded would be later than the windows made meanwhile, and an
+    /// erasure between the two would go unheard.)
+    private func learnErasurePoint() async {
+        let point: Int64
+        do {
+            point = try await store.exchangeRateLimitCounts([:], erasuresSeenUpTo: nil).erasuresSeenUpTo
+        } catch {
+            point = 0
+        }
         state.withLock { state in
             if state.erasuresSeenUpTo == nil { state.erasuresSeenUpTo = point }
         }
@@ -199,8 +206,8 @@ final class RateLimitLedger: Service, Sendable {
             return (Array(dirty.union(state.windows.lazy.filter { $0.value.pending > 0 && $0.value.end > second }.map(\.key))),
                     state.erasuresSeenUpTo)
         }
-        // Windows are made once the point is known, or after its read failed: then the write leaves out every user
-        // ever erased, and their windows are forgotten.
+        // Windows are made once the point is known (0 after its read failed: the write then leaves out every user
+        // ever erased, and their windows are forgotten).
         let seen = point ?? 0
         var written: [CounterSlot: Int] = [:]
         written.reserveCapacity(slots.count)
