@@ -306,7 +306,9 @@ final class RateLimitLedger: Service, Sendable {
             state.exchanging = true
             return true
         }) {
-            try? await Task.sleep(for: .milliseconds(1))
+            // Not cancellable: `run()` also ends when its task is cancelled, and a cancelled sleep returns at once
+            // (this would spin on a core until the exchange under way ends).
+            await Task.detached { try? await Task.sleep(for: .milliseconds(1)) }.value
         }
         defer { state.withLock { $0.exchanging = false } }
         try? await exchange(flushing: true)
