@@ -380,7 +380,7 @@ import Testing
         #expect(fromZero == RateLimitExchange(totals: [slot("text_message:ann"): 0, slot("text_message:bob"): 4], erased: ["ann"],
                                               erasuresSeenUpTo: exchanged.erasuresSeenUpTo), "\(fromZero)")
         #expect(try await store.rateLimitTotals([slot("text_message:ann")]) == [slot("text_message:ann"): 1])
-        // Counters that name no user leave nothing out, whatever their keys look like.
+        // `recordRateLimitCounts` (counters that name no user: `bank-match:`) leaves nothing out, whatever the key looks like.
         #expect(try await store.recordRateLimitCounts([slot("image_upload:ann"): 1]) == [slot("image_upload:ann"): 1])
     }
 
