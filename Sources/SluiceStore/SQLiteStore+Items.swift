@@ -157,7 +157,7 @@ extension SQLiteStore {
     }
 
     public func recordChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) async throws(StoreError) -> Int {
-        try await recordChangedVerdicts(prepareChangedVerdicts(items, lineIDs: lineIDs, stage: stage))
+        try await recordChangedVerdicts(prepareChangedVerdicts(items, lineIDs: lineIDs, stage: stage)).written
     }
 
     /// Encodes the text rows (`encode`) on the caller's task, beside the writer's work on the batch before.
@@ -165,25 +165,30 @@ extension SQLiteStore {
         PreparedVerdicts(items: items, lineIDs: lineIDs, stage: stage, encoding: Self.encode(items, stage: stage))
     }
 
-    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int {
-        if prepared.items.isEmpty { return 0 }
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> RecordedVerdicts {
+        if prepared.items.isEmpty { return RecordedVerdicts(written: 0) }
         return try await write("record \(prepared.items.count) verdicts") { db in try Self.record(prepared, in: db) }
     }
 
-    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int? {
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> RecordedVerdicts? {
         try await write("record \(prepared.items.count) verdicts holding \(claim.unit)") { db in
             guard try Self.claim(claim, in: db) else { return nil }
             return try Self.record(prepared, in: db)
         }
     }
 
-    /// A prepared batch in the current transaction, skipping unchanged items; how many were written.
-    private static func record(_ prepared: PreparedVerdicts, in db: Database) throws -> Int {
-        let items = prepared.items
-        if items.isEmpty { return 0 }
-        // A batch prepared by another store is encoded here.
-        let encoded = (prepared.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
-        return try recordVerdicts(items, lineIDs: prepared.lineIDs, stage: prepared.stage, skippingUnchanged: true, encoded: encoded, in: db)
+    /// A prepared batch in the current transaction, skipping unchanged items and leaving out the items of users erased
+    /// after its point (read in this transaction: an erasure either committed before, and is read here, or comes
+    /// after and deletes what this writes).
+    private static func record(_ prepared: PreparedVerdicts, in db: Database) throws -> RecordedVerdicts {
+        if prepared.items.isEmpty { return RecordedVerdicts(written: 0) }
+        let (batch, erased) = prepared.without(users: try usersErased(db, after: prepared.erasuresSeenUpTo))
+        let items = batch.items
+        if items.isEmpty { return RecordedVerdicts(written: 0, erased: erased) }
+        // A batch prepared by another store (or without erased users' items) is encoded here.
+        let encoded = (batch.encoding as? EncodedBatch).flatMap { $0.rows.count == items.count ? $0 : nil }
+        let written = try recordVerdicts(items, lineIDs: batch.lineIDs, stage: batch.stage, skippingUnchanged: true, encoded: encoded, in: db)
+        return RecordedVerdicts(written: written, erased: erased)
     }
 
     public func appendEvent(_ event: ItemEvent) async throws(StoreError) {

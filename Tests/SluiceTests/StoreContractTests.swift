@@ -556,17 +556,58 @@ extension StoreContractTests {
         #expect(try await store.workLeases(now: t0.addingTimeInterval(10)) == ["text:q.jsonl": "host-b:2"], "the lease is not taken")
         // host-b's lease ended: host-a's commit takes the file over and writes the batch in the same transaction.
         let expired = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(70), now: t0.addingTimeInterval(31))
-        #expect(try await store.recordChangedVerdicts(first, claiming: expired) == 2)
+        #expect(try await store.recordChangedVerdicts(first, claiming: expired) == RecordedVerdicts(written: 2))
         #expect(try await store.item("m1")?.status == .approved)
         #expect(try await store.workLeases(now: t0.addingTimeInterval(69)) == ["text:q.jsonl": "host-a:1"], "extended to the claim's end")
         // Its own claim again: the same lines are unchanged, an empty batch only extends the lease.
         let again = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(100), now: t0.addingTimeInterval(40))
-        #expect(try await store.recordChangedVerdicts(first, claiming: again) == 0)
+        #expect(try await store.recordChangedVerdicts(first, claiming: again) == RecordedVerdicts(written: 0))
         let empty = store.prepareChangedVerdicts([], lineIDs: [], stage: "text")
         let later = WorkClaim(unit: "text:q.jsonl", owner: "host-a:1", until: t0.addingTimeInterval(130), now: t0.addingTimeInterval(50))
-        #expect(try await store.recordChangedVerdicts(empty, claiming: later) == 0)
+        #expect(try await store.recordChangedVerdicts(empty, claiming: later) == RecordedVerdicts(written: 0))
         #expect(try await store.workLeases(now: t0.addingTimeInterval(129)) == ["text:q.jsonl": "host-a:1"])
         #expect(try await !store.claimWork("text:q.jsonl", owner: "host-b:2", until: t0.addingTimeInterval(150), now: t0.addingTimeInterval(120)))
+    }
+
+    /// Queue lines read before a user was erased and written after (a daemon mid-file): the batch, stamped with the
+    /// relation history's point read before the file was, leaves out the erased user's items and counts them, with or
+    /// without a claim; the others are written. A batch whose point is after the erasure (a file read later, so
+    /// blanked first: the user's new messages) is written whole.
+    @Test(arguments: StoreBackend.available)
+    func aBatchReadBeforeAnErasureLeavesTheErasedUsersItemsOut(backend: StoreBackend) async throws {
+        let store = try await backend.open()
+        func line(_ id: ItemID, _ user: String) -> Item {
+            var item = Self.text(id)
+            item.userId = user
+            return item
+        }
+        let before = try await store.relationChanges(after: nil, limit: 0).last
+        var batch = store.prepareChangedVerdicts([line("a-1", "ann"), line("b-1", "bob"), line("a-2", "ann"), line("ann-bob", "Ann")],
+                                                 lineIDs: ["q.jsonl:1:ab", "q.jsonl:2:ab", "q.jsonl:3:ab", "q.jsonl:4:ab"], stage: "text")
+        batch.erasuresSeenUpTo = before
+        try await store.eraseRelations(of: "ann")
+        #expect(try await store.recordChangedVerdicts(batch) == RecordedVerdicts(written: 2, erased: 2))
+        #expect(try await store.item("a-1") == nil)
+        #expect(try await store.item("a-2") == nil)
+        #expect(try await store.item("b-1")?.userId == "bob", "another user's line is written")
+        #expect(try await store.item("ann-bob")?.userId == "Ann", "a user whose name differs in case is not the one erased")
+        #expect(try await store.events(of: "a-1").isEmpty)
+
+        var claimed = store.prepareChangedVerdicts([line("a-3", "ann"), line("b-2", "bob")], lineIDs: ["r.jsonl:1:cd", "r.jsonl:2:cd"], stage: "text")
+        claimed.erasuresSeenUpTo = before
+        let claim = WorkClaim(unit: "text:r.jsonl", owner: "host-a:1", until: Self.t0.addingTimeInterval(30), now: Self.t0)
+        #expect(try await store.recordChangedVerdicts(claimed, claiming: claim) == RecordedVerdicts(written: 1, erased: 1))
+        #expect(try await store.item("a-3") == nil)
+        #expect(try await store.item("b-2") != nil)
+
+        // Read after the erasure: ann's new message is hers to keep.
+        var later = store.prepareChangedVerdicts([line("a-4", "ann")], lineIDs: ["s.jsonl:1:ef"], stage: "text")
+        later.erasuresSeenUpTo = try await store.relationChanges(after: nil, limit: 0).last
+        #expect(try await store.recordChangedVerdicts(later) == RecordedVerdicts(written: 1))
+        #expect(try await store.item("a-4")?.userId == "ann")
+        // No point: no check (what every other writer does).
+        #expect(try await store.recordChangedVerdicts(store.prepareChangedVerdicts([line("a-5", "ann")], lineIDs: ["t.jsonl:1:ab"], stage: "text"))
+                == RecordedVerdicts(written: 1))
     }
 
     /// Many claimers of one unit at the same moment: exactly one wins.

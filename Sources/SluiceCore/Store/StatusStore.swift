@@ -48,12 +48,13 @@ public protocol StatusStore: Sendable {
     /// A batch for `recordChangedVerdicts(_:)` with the work that needs no database done (rows encoded), so a caller
     /// can make the next batch ready while the store writes this one. The default does nothing ahead.
     func prepareChangedVerdicts(_ items: [Item], lineIDs: [ItemID], stage: String) -> PreparedVerdicts
-    /// `recordChangedVerdicts(_:lineIDs:stage:)` of a prepared batch.
+    /// `recordChangedVerdicts(_:lineIDs:stage:)` of a prepared batch; with the batch's `erasuresSeenUpTo`, the items
+    /// of a user erased after that point are left out (decided in the same transaction as the writes).
     @discardableResult
-    func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int
+    func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> RecordedVerdicts
     /// `recordChangedVerdicts(_:)` in the same transaction as `claim` (made as `claimWork` makes it): nil, with nothing
     /// written, when another owner holds the unit.
-    func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int?
+    func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> RecordedVerdicts?
     /// An event without changing the item (e.g. a pending file finished after a restart).
     func appendEvent(_ event: ItemEvent) async throws(StoreError)
     /// A human decision: the item as decided plus a `review` event naming who, the note and the previous status.
@@ -282,10 +283,6 @@ extension StatusStore {
         PreparedVerdicts(items: items, lineIDs: lineIDs, stage: stage, encoding: nil)
     }
 
-    @discardableResult
-    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> Int {
-        try await recordChangedVerdicts(prepared.items, lineIDs: prepared.lineIDs, stage: prepared.stage)
-    }
 
     public func items(status: ItemStatus? = nil, kind: ItemKind? = nil) async throws(StoreError) -> [Item] {
         try await items(status: status, kind: kind, limit: nil)
@@ -319,12 +316,40 @@ public struct PreparedVerdicts: Sendable {
     public let stage: String
     /// The store's encoding of `items`; only the store that made it reads it.
     public let encoding: (any Sendable)?
+    /// The point of the relation history (`RelationChangeFeed.last`) read before the lines were: the items of a user
+    /// erased after it are left out, so a line read before an erasure and written after it does not bring the user's
+    /// message back. Nil: no such check.
+    public var erasuresSeenUpTo: Int64?
 
-    public init(items: [Item], lineIDs: [ItemID], stage: String, encoding: (any Sendable)?) {
+    public init(items: [Item], lineIDs: [ItemID], stage: String, encoding: (any Sendable)?, erasuresSeenUpTo: Int64? = nil) {
         self.items = items
         self.lineIDs = lineIDs
         self.stage = stage
         self.encoding = encoding
+        self.erasuresSeenUpTo = erasuresSeenUpTo
+    }
+
+    /// The batch without the items of `users` (erased) and their line ids, and how many it left out. Its rows are
+    /// encoded again by the store that writes it (an erasure during a batch is rare).
+    public func without(users: Set<String>) -> (batch: PreparedVerdicts, left: Int) {
+        guard !users.isEmpty else { return (self, 0) }
+        let kept = items.indices.filter { !users.contains(items[$0].userId) }
+        guard kept.count < items.count else { return (self, 0) }
+        return (PreparedVerdicts(items: kept.map { items[$0] }, lineIDs: kept.map { lineIDs[$0] }, stage: stage, encoding: nil,
+                                 erasuresSeenUpTo: erasuresSeenUpTo), items.count - kept.count)
+    }
+}
+
+/// What writing a prepared batch did.
+public struct RecordedVerdicts: Sendable, Equatable {
+    /// Items written (new, or changed since they were stored).
+    public var written: Int
+    /// Items left out because their user was erased after the batch's `erasuresSeenUpTo`.
+    public var erased: Int
+
+    public init(written: Int, erased: Int = 0) {
+        self.written = written
+        self.erased = erased
     }
 }
 

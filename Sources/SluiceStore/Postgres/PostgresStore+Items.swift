@@ -192,14 +192,41 @@ extension PostgresStore {
         }
     }
 
-    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> Int? {
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts) async throws(StoreError) -> RecordedVerdicts {
+        if prepared.items.isEmpty { return RecordedVerdicts(written: 0) }
         let logger = logger
-        let (items, lineIDs, stage) = (prepared.items, prepared.lineIDs, prepared.stage)
-        return try await transaction("record \(items.count) verdicts holding \(claim.unit)") { connection -> Int? in
-            guard !(try await connection.rows(Self.claimQuery(claim), logger: logger)).isEmpty else { return nil }
-            if items.isEmpty { return 0 }
-            return try await Self.recordVerdicts(items, lineIDs: lineIDs, stage: stage, skippingUnchanged: true, on: connection, logger: logger)
+        return try await transaction("record \(prepared.items.count) verdicts") { connection in
+            try await Self.record(prepared, on: connection, logger: logger)
         }
+    }
+
+    public func recordChangedVerdicts(_ prepared: PreparedVerdicts, claiming claim: WorkClaim) async throws(StoreError) -> RecordedVerdicts? {
+        let logger = logger
+        return try await transaction("record \(prepared.items.count) verdicts holding \(claim.unit)") { connection -> RecordedVerdicts? in
+            guard !(try await connection.rows(Self.claimQuery(claim), logger: logger)).isEmpty else { return nil }
+            return try await Self.record(prepared, on: connection, logger: logger)
+        }
+    }
+
+    /// A prepared batch in the current transaction, skipping unchanged items and leaving out the items of users erased
+    /// after its point. The erasure lock is taken shared first, in its own statement (a statement's snapshot is taken
+    /// before a lock it asks for is granted): an erasure (which takes it alone) either committed before, and is read
+    /// here, or waits for this transaction and then deletes what it wrote.
+    static func record(_ prepared: PreparedVerdicts, on connection: PostgresConnection, logger: Logger) async throws -> RecordedVerdicts {
+        if prepared.items.isEmpty { return RecordedVerdicts(written: 0) }
+        var batch = prepared
+        var erased = 0
+        if let seen = prepared.erasuresSeenUpTo {
+            try await connection.lock(.userErasure, shared: true, logger: logger)
+            let row = try await connection.rows("""
+                SELECT ARRAY(SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind))
+                """, logger: logger).first
+            (batch, erased) = prepared.without(users: Set(try row?.decode([String].self) ?? []))
+        }
+        if batch.items.isEmpty { return RecordedVerdicts(written: 0, erased: erased) }
+        let written = try await recordVerdicts(batch.items, lineIDs: batch.lineIDs, stage: batch.stage, skippingUnchanged: true,
+                                               on: connection, logger: logger)
+        return RecordedVerdicts(written: written, erased: erased)
     }
 
     /// A batch in the current transaction, as SQLite's: each stored row keeps its creation date and counts one more
