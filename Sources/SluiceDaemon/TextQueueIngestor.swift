@@ -63,6 +63,8 @@ public struct TextQueueIngestor: Sendable {
         public var rejected = 0
         /// Lines followed by a later line for the same id in the same batch, which is the one recorded.
         public var superseded = 0
+        /// Lines of users erased after the file was read (`DELETE /v1/users/{id}`, `sluice erase-user`): not recorded.
+        public var erased = 0
     }
 
     /// Processes every ready file; returns per-file summaries. With `leases`, a file another daemon holds is left
@@ -202,10 +204,13 @@ public struct TextQueueIngestor: Sendable {
     /// batch commits only in a transaction that claims the file again (`text:{name}`), and the file moves only while
     /// this daemon still holds it: otherwise it stops here (`ClaimLost`).
     public func process(_ file: URL, leases: WorkLeases? = nil) async throws -> FileSummary {
+        // The relation history's point before the file is read: a user erased after it may have lines here that were
+        // read before the erasure blanked them (`Erasure.eraseUser`), so their lines are left out when written.
+        let erasuresSeenUpTo = try await store.relationChanges(after: nil, limit: 0).last
         let data = try Data(contentsOf: file, options: .mappedIfSafe)
         let name = file.lastPathComponent
         let ids = LineIDs(file: name, contents: data)
-        var run = FileRun(ingestor: self, name: name, ids: ids, leases: leases)
+        var run = FileRun(ingestor: self, name: name, ids: ids, leases: leases, erasuresSeenUpTo: erasuresSeenUpTo)
         run.mayBeReplay = try await Self.wasReadBefore(data, ids: ids, store: store)
         var lineNumber = 0
         var offset = 0
@@ -233,7 +238,7 @@ public struct TextQueueIngestor: Sendable {
         try FileOps.moveKeepingExisting(file, to: { doneDestination(for: name, copy: $0) })
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)",
-                                                        "superseded": "\(summary.superseded)"])
+                                                        "superseded": "\(summary.superseded)", "erased": "\(summary.erased)"])
         return summary
     }
 
@@ -318,11 +323,13 @@ public struct TextQueueIngestor: Sendable {
         let ids: LineIDs
         /// The daemon's claims (nil: record without checking one).
         let leases: WorkLeases?
+        /// The relation history's point read before the file was (`PreparedVerdicts.erasuresSeenUpTo`).
+        let erasuresSeenUpTo: Int64
         var summary = FileSummary()
         var pending: [(line: Data, number: Int)] = []
         /// Judged windows waiting to be written.
         var batch: [JudgedWindow] = []
-        var writes: [Task<(written: Int, of: Int, rejected: Int, superseded: Int), any Error>] = []
+        var writes: [Task<(recorded: RecordedVerdicts, of: Int, rejected: Int, superseded: Int), any Error>] = []
         /// The file's unit of work in the daemon's claims.
         var unit: String { TextQueueIngestor.unit(of: name) }
         /// Some of its lines are already stored (`wasReadBefore`).
@@ -356,14 +363,16 @@ public struct TextQueueIngestor: Sendable {
             let judged = batch
             batch.removeAll(keepingCapacity: true)
             if writes.count >= TextQueueIngestor.writesAhead { try await awaitOldestWrite() }
-            let (store, leases, unit, pipeline) = (ingestor.store, leases, unit, ingestor.pipeline)
+            let (store, leases, unit, pipeline, point) = (ingestor.store, leases, unit, ingestor.pipeline, erasuresSeenUpTo)
             // Made ready (items stamped in file order, rows encoded by the store) while the writer is busy with the
             // batch before: only the write itself waits for the writer.
             let previousPreparation = lastPreparation
             let preparation = Task { () -> Prepared in
                 if let previousPreparation { _ = await previousPreparation.value }
                 let (items, lineIDs, rejected, superseded) = TextQueueIngestor.items(judged)
-                return Prepared(verdicts: store.prepareChangedVerdicts(items, lineIDs: lineIDs, stage: "text"), rejected: rejected, superseded: superseded)
+                var verdicts = store.prepareChangedVerdicts(items, lineIDs: lineIDs, stage: "text")
+                verdicts.erasuresSeenUpTo = point
+                return Prepared(verdicts: verdicts, rejected: rejected, superseded: superseded)
             }
             lastPreparation = preparation
             let previous = writes.last
@@ -377,25 +386,26 @@ public struct TextQueueIngestor: Sendable {
                 // committed, the judging does not wait for them (it waited for the writer at every batch).
                 try await pipeline.settle()
                 let prepared = await preparation.value
-                let written: Int
+                let recorded: RecordedVerdicts
                 if let leases {
                     guard let claim = await leases.commitClaim(for: unit),
-                          let count = try await store.recordChangedVerdicts(prepared.verdicts, claiming: claim) else {
+                          let result = try await store.recordChangedVerdicts(prepared.verdicts, claiming: claim) else {
                         await leases.lost(unit)
                         throw ClaimLost()
                     }
-                    written = count
+                    recorded = result
                 } else {
-                    written = try await store.recordChangedVerdicts(prepared.verdicts)
+                    recorded = try await store.recordChangedVerdicts(prepared.verdicts)
                 }
-                return (written, prepared.verdicts.items.count, prepared.rejected, prepared.superseded)
+                return (recorded, prepared.verdicts.items.count, prepared.rejected, prepared.superseded)
             })
         }
 
         mutating func awaitOldestWrite() async throws {
-            let (written, of, rejected, superseded) = try await writes.removeFirst().value
-            summary.recorded += written
-            summary.unchanged += of - written
+            let (recorded, of, rejected, superseded) = try await writes.removeFirst().value
+            summary.recorded += recorded.written
+            summary.erased += recorded.erased
+            summary.unchanged += of - recorded.written - recorded.erased
             summary.rejected += rejected
             summary.superseded += superseded
         }

@@ -25,6 +25,8 @@ public final class FakeJSONServer: Sendable {
         public var body: Data
         public var headers: [String: String]
         public var delay: Double
+        /// Awaited before the answer goes (a test's gate: the answer waits until the test opens it).
+        public var held: (@Sendable () async -> Void)?
         /// When above 0: the head and the body's first byte go at once, then the rest a byte every `dripEvery` seconds.
         public var dripEvery: Double
 
@@ -89,6 +91,7 @@ public final class FakeJSONServer: Sendable {
             return state.count - 1
         }
         let reply = handler(received, index)
+        if let held = reply.held { await held() }
         if reply.delay > 0 { try await Task.sleep(nanoseconds: UInt64(reply.delay * 1_000_000_000)) }
         var response = Response(status: .init(code: reply.status), headers: [.contentType: "application/json"],
                                 body: reply.dripEvery > 0 ? LoopbackServer.dripping(Array(reply.body), every: reply.dripEvery)

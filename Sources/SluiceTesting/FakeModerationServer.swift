@@ -16,9 +16,11 @@ public final class FakeModerationServer: Sendable {
     /// The texts it was asked about, in order.
     public var texts: [String] { received.compactMap { $0.json?["input"] as? String } }
 
-    /// `scores` gives the non-zero scores for a text; `failure` (when it returns a reply) answers instead.
+    /// `scores` gives the non-zero scores for a text; `failure` (when it returns a reply) answers instead. With `held`,
+    /// each answer waits for it first (a test's gate).
     public static func start(scores: @escaping @Sendable (String) -> [String: Double],
-                             failure: @escaping @Sendable (String, Int) -> FakeJSONServer.Reply? = { _, _ in nil }) async throws -> FakeModerationServer {
+                             failure: @escaping @Sendable (String, Int) -> FakeJSONServer.Reply? = { _, _ in nil },
+                             held: (@Sendable () async -> Void)? = nil) async throws -> FakeModerationServer {
         FakeModerationServer(server: try await FakeJSONServer.start { request, index in
             if let problem = problem(request) {
                 return .init(status: 400, body: #"{"error":{"message":"\#(problem)","type":"invalid_request_error","param":null,"code":null}}"#)
@@ -36,7 +38,9 @@ public final class FakeModerationServer: Sendable {
             ]
             let body: [String: Any] = ["id": "modr-\(index)", "model": request.json?["model"] as? String ?? "", "results": [result]]
             let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
-            return .init(bytes: data)
+            var reply = FakeJSONServer.Reply(bytes: data)
+            reply.held = held
+            return reply
         })
     }
 

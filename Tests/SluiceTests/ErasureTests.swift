@@ -75,6 +75,69 @@ import Testing
         #expect(try await services.store.item("amy/keep")?.status == .approved && root.exists("approved/amy/keep.jpg"))
     }
 
+    /// A user erased while lines of theirs wait in a queue file not read yet: the lines are blanked (the others keep
+    /// their numbers), so the daemon that reads the file later records none of them, and the file it finishes keeps
+    /// none. A queue file another process still has open for writing is not rewritten under its writer.
+    @Test func queuedLinesOfAnErasedUserAreNeverRecorded() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let amy = #"{"id": "a-1", "userId": "amy", "recipientId": "zed", "text": "see you at noon"}"#
+        try root.writeQueue("later.jsonl", [
+            #"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, amy,
+            #"{"userId": "zed", "text": "a line without an id"}"#, #"{"id": "z-2", "userId": "zed", "text": "bye"}"#,
+        ])
+        let open = root.file("queues/text/open.jsonl")
+        let openLine = #"{"id": "z-3", "userId": "zed", "text": "still being written"}"# + "\n"
+        try Data(openLine.utf8).writeClosingOnExec(to: open)
+        let writer = try FileHandle(forWritingTo: open)
+        let services = try await Services.live(config: root.config(endpoint: clean.endpoint), environment: [:], logger: quietLogger)
+        let summary = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        #expect(summary.items.isEmpty, "nothing of zed's was recorded yet")
+        #expect(try String(contentsOf: open, encoding: .utf8) == openLine, "a file open for writing is left to its writer")
+        try writer.close()
+        try FileManager.default.removeItem(at: open)
+
+        let store = try await runOnce(root, server: clean)
+        #expect(try await store.items(matching: ItemFilter(userId: "zed")).isEmpty)
+        #expect(try await store.items(kind: .text).map(\.id.rawValue) == ["a-1"], "no line of zed's, not even a rejected one")
+        #expect(try await store.item("a-1")?.content?.source == "queues/text/later.jsonl:2")
+        let done = try String(contentsOf: root.file("queues/text/done/later.jsonl"), encoding: .utf8)
+        #expect(done == "\n" + amy + "\n\n\n", "\(done)")
+    }
+
+    /// A user erased while the daemon is judging a queue file that holds lines of theirs (it read the file before the
+    /// erasure blanked it; the text classifier answers once the test has erased): the lines it judged are not recorded,
+    /// and the file it finishes keeps none of them.
+    @Test func queuedLinesBeingJudgedWhenTheirUserIsErasedAreNotRecorded() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let gate = FakeVisionServer.Gate()
+        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
+        defer { moderation.stop() }
+        let amy = #"{"id": "a-1", "userId": "amy", "text": "see you at noon"}"#
+        try root.writeQueue("chat.jsonl", [#"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, amy,
+                                           #"{"id": "z-2", "userId": "zed", "text": "bye"}"#])
+        let config = root.config(endpoint: clean.endpoint) { config in
+            config.text.classifier.kind = .local
+            config.text.classifier.endpoint = moderation.baseURL
+            config.text.classifier.timeoutSeconds = 120
+        }
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
+        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
+        let beingJudged = try await waitUntil(seconds: 120) { moderation.texts.count == 3 }
+        _ = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        await gate.open()
+        #expect(beingJudged, "every line was read and sent to the classifier before the erasure")
+        try await daemon.value
+        let zeds = try await services.store.items(matching: ItemFilter(userId: "zed"))
+        #expect(zeds.isEmpty, "\(zeds.map { ($0.id, $0.status, $0.createdAt, $0.reason ?? "") })")
+        #expect(try await services.store.item("a-1")?.status == .approved)
+        let done = try String(contentsOf: root.file("queues/text/done/chat.jsonl"), encoding: .utf8)
+        #expect(done == "\n" + amy + "\n\n", "\(done)")
+    }
+
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
         let root = try TemporaryDataRoot()
         let store = try await Self.seed(root)

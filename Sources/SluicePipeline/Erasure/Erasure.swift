@@ -31,11 +31,21 @@ public struct Erasure: Sendable {
         return summary.items.isEmpty && summary.files == 0 ? nil : summary
     }
 
-    /// Everything of one user: their folders in every part of the contract, every item, their name on the
-    /// reports they filed, and their relations (profile, follows, blocks, history, message requests, counters, rate-limit
-    /// windows).
+    /// Everything of one user: their lines in the text queue, their folders in every part of the contract, every
+    /// item, their name on the reports they filed, and their relations (profile, follows, blocks, history, message
+    /// requests, counters, rate-limit windows).
+    ///
+    /// Queued lines go first: their lines in queue files not read yet are blanked, then the relations go, leaving the
+    /// erasure in the relation history. A daemon reads that history's point before it reads a queue file
+    /// (`TextQueueIngestor.process`), and its writes leave out the lines of users erased after that point
+    /// (`PreparedVerdicts.erasuresSeenUpTo`): a file it read before the blanking is written without this user, and a
+    /// file it reads after the point was blanked first. A line it wrote before the relations went is an item, deleted
+    /// below. A queue file still open for writing (appended in place) is not rewritten: its lines are recorded once its
+    /// writer closes it (README: the erasure row of the HTTP API table).
     public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
         var summary = Summary()
+        try blankQueueLines(of: userId, in: layout.root.textQueue, skippingFilesBeingWritten: true)
+        try await store.eraseRelations(of: userId)
         summary.files = try removeFolders(of: userId)
         // 500 items a transaction, so a daemon writing verdicts meanwhile waits for one of them, not for all.
         for chunk in try await store.itemIDs(matching: ItemFilter(userId: userId)).chunked(500) {
@@ -46,8 +56,7 @@ public struct Erasure: Sendable {
         _ = try removeFolders(of: userId)
         try await store.redactWebhookReasons(of: summary.items)
         try await store.anonymizeReports(by: userId)
-        try await store.eraseRelations(of: userId)
-        try blankFinishedQueueLines(of: userId)
+        try blankQueueLines(of: userId, in: layout.root.finishedTextQueue, skippingFilesBeingWritten: false)
         return summary
     }
 
@@ -75,16 +84,18 @@ public struct Erasure: Sendable {
         return count
     }
 
-    /// The text queue files already read (`queues/text/done/`) keep no line of an erased user: each of their lines is
-    /// emptied (the line stays, blank, so the others keep the numbers their items cite as `source`). A file is
-    /// rewritten (temp → fsync → rename) only when it held one.
-    func blankFinishedQueueLines(of userId: String) throws {
-        let done = layout.root.finishedTextQueue
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: done.path)) ?? []
+    /// The text queue files in `folder` (`queues/text/` not read yet, `queues/text/done/` read) keep no line of an
+    /// erased user: each of their lines is emptied (the line stays, blank, so the others keep the numbers their items
+    /// cite as `source`; the daemon skips blank lines). A file is rewritten (temp → fsync → rename) only when it held
+    /// one; with `skippingFilesBeingWritten`, a file another process has open for writing is left (rewritten, its
+    /// writer's later lines would go to a file no longer in the queue).
+    func blankQueueLines(of userId: String, in folder: URL, skippingFilesBeingWritten: Bool) throws {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         let needle = Data("\"\(userId)\"".utf8)
-        for name in names.sorted() where name.hasSuffix(".jsonl") {
-            let file = done.appendingPathComponent(name)
+        for name in names.sorted() where name.hasSuffix(".jsonl") && !PendingUpload.isInProgress(name) {
+            let file = folder.appendingPathComponent(name)
             guard FileType(at: file) == .regular, let data = try? Data(contentsOf: file), data.range(of: needle) != nil else { continue }
+            if skippingFilesBeingWritten, FileOps.isBeingWritten(file) { continue }
             var changed = false
             let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line -> Data in
                 guard line.range(of: needle) != nil,
