@@ -37,6 +37,9 @@ import Testing
         return store
     }
 
+    /// A line as erasure leaves it: spaces, as many as it had bytes.
+    static func blank(_ line: String) -> String { String(repeating: " ", count: line.utf8.count) }
+
     static func files(_ root: TemporaryDataRoot, of user: String) -> [String] {
         root.allFiles().filter { $0.split(separator: "/").dropLast().last.map(String.init) == user }.sorted()
     }
@@ -75,35 +78,39 @@ import Testing
         #expect(try await services.store.item("amy/keep")?.status == .approved && root.exists("approved/amy/keep.jpg"))
     }
 
-    /// A user erased while lines of theirs wait in a queue file not read yet: the lines are blanked (the others keep
-    /// their numbers), so the daemon that reads the file later records none of them, and the file it finishes keeps
-    /// none. A queue file another process still has open for writing is not rewritten under its writer.
+    /// A user erased while lines of theirs wait in a queue file not read yet: the lines are blanked in place (the others
+    /// keep their numbers), so the daemon that reads the file later records none of them, and the file it finishes
+    /// keeps none. A queue file another process is still appending to is blanked too, and its writer's later lines are
+    /// kept (the file was not replaced under it).
     @Test func queuedLinesOfAnErasedUserAreNeverRecorded() async throws {
         let root = try TemporaryDataRoot()
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let amy = #"{"id": "a-1", "userId": "amy", "recipientId": "zed", "text": "see you at noon"}"#
-        try root.writeQueue("later.jsonl", [
-            #"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, amy,
-            #"{"userId": "zed", "text": "a line without an id"}"#, #"{"id": "z-2", "userId": "zed", "text": "bye"}"#,
-        ])
+        let zeds = [#"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, #"{"userId": "zed", "text": "a line without an id"}"#,
+                    #"{"id": "z-2", "userId": "zed", "text": "bye"}"#]
+        try root.writeQueue("later.jsonl", [zeds[0], amy, zeds[1], zeds[2]])
+        // Appended to in place: still open when the user is erased, and written to afterwards.
         let open = root.file("queues/text/open.jsonl")
-        let openLine = #"{"id": "z-3", "userId": "zed", "text": "still being written"}"# + "\n"
-        try Data(openLine.utf8).writeClosingOnExec(to: open)
+        let still = #"{"id": "z-3", "userId": "zed", "text": "still being written"}"#
+        try Data((still + "\n").utf8).writeClosingOnExec(to: open)
         let writer = try FileHandle(forWritingTo: open)
+        try writer.seekToEnd()
         let services = try await Services.live(config: root.config(endpoint: clean.endpoint), environment: [:], logger: quietLogger)
         let summary = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
         #expect(summary.items.isEmpty, "nothing of zed's was recorded yet")
-        #expect(try String(contentsOf: open, encoding: .utf8) == openLine, "a file open for writing is left to its writer")
+        let after = #"{"id": "a-2", "userId": "amy", "text": "written after the erasure"}"#
+        try writer.write(contentsOf: Data((after + "\n").utf8))
         try writer.close()
-        try FileManager.default.removeItem(at: open)
+        #expect(try String(contentsOf: open, encoding: .utf8) == Self.blank(still) + "\n" + after + "\n")
 
         let store = try await runOnce(root, server: clean)
         #expect(try await store.items(matching: ItemFilter(userId: "zed")).isEmpty)
-        #expect(try await store.items(kind: .text).map(\.id.rawValue) == ["a-1"], "no line of zed's, not even a rejected one")
+        #expect(try await store.items(kind: .text).map(\.id.rawValue).sorted() == ["a-1", "a-2"], "no line of zed's, not even a rejected one")
         #expect(try await store.item("a-1")?.content?.source == "queues/text/later.jsonl:2")
+        #expect(try await store.item("a-2")?.content?.source == "queues/text/open.jsonl:2")
         let done = try String(contentsOf: root.file("queues/text/done/later.jsonl"), encoding: .utf8)
-        #expect(done == "\n" + amy + "\n\n\n", "\(done)")
+        #expect(done == [Self.blank(zeds[0]), amy, Self.blank(zeds[1]), Self.blank(zeds[2]), ""].joined(separator: "\n"), "\(done)")
     }
 
     /// A user erased while the daemon is judging a queue file that holds lines of theirs (it read the file before the
@@ -117,8 +124,8 @@ import Testing
         let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
         defer { moderation.stop() }
         let amy = #"{"id": "a-1", "userId": "amy", "text": "see you at noon"}"#
-        try root.writeQueue("chat.jsonl", [#"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, amy,
-                                           #"{"id": "z-2", "userId": "zed", "text": "bye"}"#])
+        let zeds = [#"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, #"{"id": "z-2", "userId": "zed", "text": "bye"}"#]
+        try root.writeQueue("chat.jsonl", [zeds[0], amy, zeds[1]])
         let config = root.config(endpoint: clean.endpoint) { config in
             config.text.classifier.kind = .local
             config.text.classifier.endpoint = moderation.baseURL
@@ -131,11 +138,11 @@ import Testing
         await gate.open()
         #expect(beingJudged, "every line was read and sent to the classifier before the erasure")
         try await daemon.value
-        let zeds = try await services.store.items(matching: ItemFilter(userId: "zed"))
-        #expect(zeds.isEmpty, "\(zeds.map { ($0.id, $0.status, $0.createdAt, $0.reason ?? "") })")
+        let recorded = try await services.store.items(matching: ItemFilter(userId: "zed"))
+        #expect(recorded.isEmpty, "\(recorded.map { ($0.id, $0.status, $0.reason ?? "") })")
         #expect(try await services.store.item("a-1")?.status == .approved)
         let done = try String(contentsOf: root.file("queues/text/done/chat.jsonl"), encoding: .utf8)
-        #expect(done == "\n" + amy + "\n\n", "\(done)")
+        #expect(done == [Self.blank(zeds[0]), amy, Self.blank(zeds[1]), ""].joined(separator: "\n"), "\(done)")
     }
 
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
@@ -214,7 +221,8 @@ import Testing
         #expect(try await store.relationFacts(sender: "grace", recipient: "frank") == RelationFacts(), "no follow of frank is left")
         // The queue file already read keeps no line of frank's: it is blank, so grace's keeps its number.
         let done = try String(contentsOf: root.file("queues/text/done/q.jsonl"), encoding: .utf8)
-        #expect(done == "\n" + #"{"id": "g-1", "userId": "grace", "recipientId": "frank", "text": "noon works"}"#, "\(done)")
+        let frank = #"{"id": "m-1", "userId": "frank", "text": "see you at noon"}"#
+        #expect(done == Self.blank(frank) + "\n" + #"{"id": "g-1", "userId": "grace", "recipientId": "frank", "text": "noon works"}"#, "\(done)")
         #expect(try await store.item("g-1")?.content?.source == "queues/text/q.jsonl:2")
         // grace is untouched.
         #expect(try await store.item("grace/keep")?.status == .approved)

@@ -177,6 +177,57 @@ public enum FileOps {
         return isBeingWritten(file)
     }
 
+    /// Overwrites the lines of `file` that `matches` picks with spaces, in place: the same file keeps the same length,
+    /// so the other lines keep their numbers and offsets, a process appending to it loses nothing, and a file renamed
+    /// to its name meanwhile is not touched (nothing is renamed: the lines are read and written through one
+    /// descriptor). A line is one ending in a newline (its `\r` kept), and the last line without one only when no
+    /// other process has the file open for writing (a writer may be in the middle of it). Returns how many lines it
+    /// blanked; a file that is gone, a link or not a regular file is left (0).
+    @discardableResult
+    public static func blankLinesInPlace(_ file: URL, where matches: (Data) -> Bool) throws(FileOpError) -> Int {
+        let othersWriting = isBeingWritten(file)
+        let fd = open(file.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ELOOP { return 0 }
+            throw FileOpError("open", file.path)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try FileHandle(fileDescriptor: fd, closeOnDealloc: false).readToEnd() ?? Data())
+        } catch {
+            throw FileOpError("read", file.path, reason: (error as NSError).localizedDescription)
+        }
+        var blanks: [Range<Int>] = []
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+            let terminated = end < bytes.count
+            let last = end > start && bytes[end - 1] == 0x0D ? end - 1 : end
+            if (terminated || !othersWriting), last > start, matches(Data(bytes[start..<last])) { blanks.append(start..<last) }
+            start = end + 1
+        }
+        for range in blanks {
+            let spaces = [UInt8](repeating: 0x20, count: range.count)
+            var done = 0
+            while done < spaces.count {
+                let written = spaces.withUnsafeBytes { buffer in
+                    pwrite(fd, buffer.baseAddress.map { $0 + done }, spaces.count - done, off_t(range.lowerBound + done))
+                }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw FileOpError("write", file.path)
+                }
+                done += written
+            }
+        }
+        if !blanks.isEmpty, fsync(fd) != 0 { throw FileOpError("sync", file.path) }
+        return blanks.count
+    }
+
     /// `isBeingWritten` for a file by name (false when it cannot be opened).
     public static func isBeingWritten(_ file: URL) -> Bool {
         let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)

@@ -3,7 +3,8 @@ import SluiceCore
 
 /// Deletion on request: every file of an item (approved, thumbnail, quarantine, review, rejected, pending) and its
 /// row and history; a tombstone (who, when, content hash) stays for audit, and webhooks hear `item.deleted`.
-/// Files go first, so a run that is interrupted can simply be repeated.
+/// An item's files go before its row, and a user's queued lines and relations before their files and rows, so a run
+/// that is interrupted can simply be repeated.
 public struct Erasure: Sendable {
     public struct Summary: Sendable, Codable, Equatable {
         public var items: [ItemID] = []
@@ -40,11 +41,11 @@ public struct Erasure: Sendable {
     /// (`TextQueueIngestor.process`), and its writes leave out the lines of users erased after that point
     /// (`PreparedVerdicts.erasuresSeenUpTo`): a file it read before the blanking is written without this user, and a
     /// file it reads after the point was blanked first. A line it wrote before the relations went is an item, deleted
-    /// below. A queue file still open for writing (appended in place) is not rewritten: its lines are recorded once its
-    /// writer closes it (README: the erasure row of the HTTP API table).
+    /// below. Lines are blanked in place, so a writer appending to a queue file loses nothing; a line it is still in
+    /// the middle of (the last, with no newline yet) is not blanked, and is recorded once written.
     public func eraseUser(_ userId: String, by: String, reason: String, at date: Date = Date()) async throws -> Summary {
         var summary = Summary()
-        try blankQueueLines(of: userId, in: layout.root.textQueue, skippingFilesBeingWritten: true)
+        try blankQueueLines(of: userId, in: layout.root.textQueue)
         try await store.eraseRelations(of: userId)
         summary.files = try removeFolders(of: userId)
         // 500 items a transaction, so a daemon writing verdicts meanwhile waits for one of them, not for all.
@@ -56,7 +57,7 @@ public struct Erasure: Sendable {
         _ = try removeFolders(of: userId)
         try await store.redactWebhookReasons(of: summary.items)
         try await store.anonymizeReports(by: userId)
-        try blankQueueLines(of: userId, in: layout.root.finishedTextQueue, skippingFilesBeingWritten: false)
+        try blankQueueLines(of: userId, in: layout.root.finishedTextQueue)
         return summary
     }
 
@@ -85,27 +86,19 @@ public struct Erasure: Sendable {
     }
 
     /// The text queue files in `folder` (`queues/text/` not read yet, `queues/text/done/` read) keep no line of an
-    /// erased user: each of their lines is emptied (the line stays, blank, so the others keep the numbers their items
-    /// cite as `source`; the daemon skips blank lines). A file is rewritten (temp → fsync → rename) only when it held
-    /// one; with `skippingFilesBeingWritten`, a file another process has open for writing is left (rewritten, its
-    /// writer's later lines would go to a file no longer in the queue).
-    func blankQueueLines(of userId: String, in folder: URL, skippingFilesBeingWritten: Bool) throws {
+    /// erased user: each of their lines becomes spaces, in place (`FileOps.blankLinesInPlace`: the line stays, blank, so
+    /// the others keep the numbers their items cite as `source`, and the daemon skips it). Nothing is renamed, so a
+    /// writer appending to a file, a file renamed in under the same name meanwhile, or another erasure blanking the
+    /// same file loses nothing.
+    func blankQueueLines(of userId: String, in folder: URL) throws {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         let needle = Data("\"\(userId)\"".utf8)
         for name in names.sorted() where name.hasSuffix(".jsonl") && !PendingUpload.isInProgress(name) {
-            let file = folder.appendingPathComponent(name)
-            guard FileType(at: file) == .regular, let data = try? Data(contentsOf: file), data.range(of: needle) != nil else { continue }
-            if skippingFilesBeingWritten, FileOps.isBeingWritten(file) { continue }
-            var changed = false
-            let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line -> Data in
+            try FileOps.blankLinesInPlace(folder.appendingPathComponent(name)) { line in
                 guard line.range(of: needle) != nil,
-                      let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
-                      (object["userId"] as? String) == userId || (object["senderId"] as? String) == userId else { return Data(line) }
-                changed = true
-                return Data()
+                      let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { return false }
+                return (object["userId"] as? String) == userId || (object["senderId"] as? String) == userId
             }
-            guard changed else { continue }
-            try FileOps.writeAtomically(Data(lines.joined(separator: [UInt8(ascii: "\n")])), to: file)
         }
     }
 }
