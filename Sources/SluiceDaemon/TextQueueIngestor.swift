@@ -106,10 +106,12 @@ public struct TextQueueIngestor: Sendable {
 
     /// Runs the lines through the intake pipeline: one after another, or `text.classifierMaxInFlight` at a time when a
     /// classifier is called; the runs come back in line order.
-    func judge(_ lines: [(line: Data, number: Int)], file name: String, ids: LineIDs, mayBeReplay: Bool = false) async -> JudgedWindow {
+    func judge(_ lines: [(line: Data, number: Int)], file name: String, ids: LineIDs, mayBeReplay: Bool = false,
+               erasuresSeenUpTo: Int64? = nil) async -> JudgedWindow {
         let sourcePrefix = "queues/text/\(name):"
         let inputs = lines.map {
-            QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number), fallbackID: ids.id(line: $0.number), mayBeReplay: mayBeReplay)
+            QueueLine(bytes: $0.line, source: sourcePrefix + String($0.number), fallbackID: ids.id(line: $0.number), mayBeReplay: mayBeReplay,
+                      erasuresSeenUpTo: erasuresSeenUpTo)
         }
         // One at a time without a classifier: the conversation rules count lines in file order.
         let runs = await pipeline.intake.run(inputs, context: .intake, concurrency: pipeline.concurrentLines)
@@ -350,7 +352,7 @@ public struct TextQueueIngestor: Sendable {
         var window: Int { max(250, ingestor.pipeline.concurrentLines) }
 
         mutating func judgePending() async throws {
-            let judged = await ingestor.judge(pending, file: name, ids: ids, mayBeReplay: mayBeReplay)
+            let judged = await ingestor.judge(pending, file: name, ids: ids, mayBeReplay: mayBeReplay, erasuresSeenUpTo: erasuresSeenUpTo)
             pending.removeAll(keepingCapacity: true)
             // Whole windows: a batch is written once it holds `batchSize` lines or more (eight windows of 250, or
             // whole windows of `text.classifierMaxInFlight` lines when that is more).

@@ -145,6 +145,35 @@ import Testing
         #expect(done == [Self.blank(zeds[0]), amy, Self.blank(zeds[1]), ""].joined(separator: "\n"), "\(done)")
     }
 
+    /// A line of a user erased after its file was read, judged by the conversation rules only after the erasure (the
+    /// file's first 250 lines are held at the text classifier meanwhile): the daemon's rules, which hear of the
+    /// erasure first, count it as a new message, but the message request it makes is not written, nor is its item.
+    @Test func queuedLinesJudgedAfterTheirUserIsErasedAreNotCounted() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let gate = FakeVisionServer.Gate()
+        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
+        defer { moderation.stop() }
+        try root.writeQueue("chat.jsonl", (0..<250).map { #"{"id": "a-\#($0)", "userId": "amy", "text": "note \#($0)"}"# }
+                                          + [#"{"id": "z-1", "userId": "zed", "recipientId": "amy", "text": "hi amy"}"#])
+        let config = root.config(endpoint: clean.endpoint) { config in
+            config.text.classifier.kind = .local
+            config.text.classifier.endpoint = moderation.baseURL
+            config.text.classifier.timeoutSeconds = 120
+        }
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
+        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
+        let beingJudged = try await waitUntil(seconds: 120) { !moderation.texts.isEmpty }
+        _ = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        await gate.open()
+        #expect(beingJudged, "the file was read and its first lines sent to the classifier before the erasure")
+        try await daemon.value
+        #expect(try await services.store.item("a-249")?.status == .approved)
+        #expect(try await services.store.items(matching: ItemFilter(userId: "zed")).isEmpty)
+        #expect(try await services.store.relationFacts(sender: "zed", recipient: "amy") == RelationFacts(), "no message request of zed's")
+    }
+
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
         let root = try TemporaryDataRoot()
         let store = try await Self.seed(root)

@@ -138,8 +138,11 @@ public actor ConversationLedger {
     /// seed 003's permission, a message request when it is one, and — when it may be delivered — every counter it
     /// adds to, with their values after it (nil where a counter did not apply).
     /// `replayed`: the message is already recorded (read again after a crash): nothing is added.
+    /// `readAt`: the relation history's point read before the message's queue file was; the write that takes its
+    /// counts leaves out users erased after it (a sync since may have forgotten the sender, erased after the file was
+    /// read, and this would count them again).
     public func countMessage(sender: String, recipient: String, itemId: ItemID, requestLimit: Int, counters: [CounterIncrement],
-                             now: Date, replayed: Bool = false) async throws(StoreError) -> MessageCounts {
+                             now: Date, replayed: Bool = false, readAt point: Int64? = nil) async throws(StoreError) -> MessageCounts {
         try await syncIfDue()
         let pair = Pair(sender: sender, recipient: recipient)
         let readAt = clock.now
@@ -263,6 +266,8 @@ public actor ConversationLedger {
         deciding.requestItems.removeAll { $0 == itemId.rawValue }
         let permission = MessagingPermission.decide(deciding, requestLimit: requestLimit)
         guard permission.allowed else { return MessageCounts(facts: facts, permission: permission, counters: counters.map { _ in nil }) }
+        // In the same turn as its counts go into `pending` (no wait between), so the write that takes them has the bound.
+        if !replayed, let point { pending.erasuresSeenUpTo = min(pending.erasuresSeenUpTo ?? point, point) }
         if permission.kind == .request, !ownRequest, !replayed {
             facts.requestItems.append(itemId.rawValue)
             pairs[pair]?.facts = facts

@@ -96,6 +96,7 @@ struct ParseStage: Stage {
                                                          sentAt: sentAt, members: members),
                                     sentAt: sentAt)
         message.mayBeReplay = line.mayBeReplay
+        message.erasuresSeenUpTo = line.erasuresSeenUpTo
         return .proceed(message)
     }
 

@@ -96,7 +96,8 @@ public struct ConversationRules: Sendable {
             replayed = stored.hash == message.contentHash
         }
         let counts = try await ledger.countMessage(sender: sender, recipient: recipient, itemId: message.id,
-                                                  requestLimit: conversation.requestLimit, counters: counters, now: now, replayed: replayed)
+                                                  requestLimit: conversation.requestLimit, counters: counters, now: now, replayed: replayed,
+                                                  readAt: message.erasuresSeenUpTo)
         guard counts.permission.allowed else {
             let reason = counts.permission.reason
             fire(.block, reason == MessagingPermission.recipientBlockedSender || reason == MessagingPermission.senderBlockedRecipient

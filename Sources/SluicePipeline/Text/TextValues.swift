@@ -15,12 +15,16 @@ public struct QueueLine: ItemFacts {
     /// The line's file was read before (a replay after a crash, or a file dropped again): the rules stage asks the
     /// store whether this message is already recorded before it counts it.
     public var mayBeReplay: Bool
+    /// The relation history's point read before the line's file was (`PreparedVerdicts.erasuresSeenUpTo`): the rules'
+    /// counts of it leave out users erased after it, as its item does. Nil: no such bound.
+    public var erasuresSeenUpTo: Int64?
 
-    public init(bytes: Data, source: String, fallbackID: ItemID, mayBeReplay: Bool = false) {
+    public init(bytes: Data, source: String, fallbackID: ItemID, mayBeReplay: Bool = false, erasuresSeenUpTo: Int64? = nil) {
         self.bytes = bytes
         self.source = source
         self.fallbackID = fallbackID
         self.mayBeReplay = mayBeReplay
+        self.erasuresSeenUpTo = erasuresSeenUpTo
     }
 
     public func record(into item: inout Item, scope: RecordScope) {
@@ -43,6 +47,8 @@ public struct ParsedMessage: ItemFacts {
     public var storedClassification: TextClassification?
     /// From its queue line (`QueueLine.mayBeReplay`).
     public var mayBeReplay = false
+    /// From its queue line (`QueueLine.erasuresSeenUpTo`).
+    public var erasuresSeenUpTo: Int64?
 
     public init(id: ItemID, userId: String, content: TextContent, rules: ConversationVerdict? = nil, sentAt: Date? = nil,
                 storedClassification: TextClassification? = nil) {
