@@ -209,19 +209,13 @@ extension PostgresStore {
     }
 
     /// A prepared batch in the current transaction, skipping unchanged items and leaving out the items of users erased
-    /// after its point. The erasure lock is taken shared first, in its own statement (a statement's snapshot is taken
-    /// before a lock it asks for is granted): an erasure (which takes it alone) either committed before, and is read
-    /// here, or waits for this transaction and then deletes what it wrote.
+    /// after its point (`usersErased(after:on:logger:)`, as the conversation rules' counts).
     static func record(_ prepared: PreparedVerdicts, on connection: PostgresConnection, logger: Logger) async throws -> RecordedVerdicts {
         if prepared.items.isEmpty { return RecordedVerdicts(written: 0) }
         var batch = prepared
         var erased = 0
         if let seen = prepared.erasuresSeenUpTo {
-            try await connection.lock(.userErasure, shared: true, logger: logger)
-            let row = try await connection.rows("""
-                SELECT ARRAY(SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind))
-                """, logger: logger).first
-            (batch, erased) = prepared.without(users: Set(try row?.decode([String].self) ?? []))
+            (batch, erased) = prepared.without(users: try await usersErased(after: seen, on: connection, logger: logger))
         }
         if batch.items.isEmpty { return RecordedVerdicts(written: 0, erased: erased) }
         let written = try await recordVerdicts(batch.items, lineIDs: batch.lineIDs, stage: batch.stage, skippingUnchanged: true,

@@ -139,15 +139,24 @@ extension PostgresStore {
                 return try await Self.write(tally, sweep: sweep, now: now, on: connection, logger: logger)
             }
             // Users erased since the counts were made: nothing of theirs comes back (see `eraseRelations`).
-            try await connection.lock(.userErasure, shared: true, logger: logger)
-            var erased = Set<String>()
-            for row in try await connection.rows("""
-                SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind)
-                """, logger: logger) {
-                erased.insert(try row.decode(String.self))
-            }
+            let erased = try await Self.usersErased(after: seen, on: connection, logger: logger)
             return try await Self.write(tally.without(users: erased), sweep: sweep, now: now, on: connection, logger: logger)
         }
+    }
+
+    /// Users erased after `seen` in the relation history, read in the current transaction under `FeedLock.userErasure`
+    /// shared (taken in its own statement first: a statement's snapshot is taken before a lock it asks for is
+    /// granted). An erasure, which takes the lock alone, either committed before and is read here, or waits for this
+    /// transaction and then deletes what it wrote.
+    static func usersErased(after seen: Int64, on connection: PostgresConnection, logger: Logger) async throws -> Set<String> {
+        try await connection.lock(.userErasure, shared: true, logger: logger)
+        var erased = Set<String>()
+        for row in try await connection.rows("""
+            SELECT actor FROM relationChange WHERE seq > \(seen) AND kind = \(RelationChangeFeed.erasureKind)
+            """, logger: logger) {
+            erased.insert(try row.decode(String.self))
+        }
+        return erased
     }
 
     /// The writes of `recordMessageTally` on its transaction's connection.
