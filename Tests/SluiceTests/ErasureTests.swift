@@ -37,6 +37,30 @@ import Testing
         return store
     }
 
+    /// Runs the daemon once over the root's text queue with a text classifier whose answers wait at a gate, erases
+    /// `user` once `judging` says the lines the test needs are at the classifier, then opens the gate and waits for the
+    /// daemon. Returns the store and whether `judging` came true before the erasure.
+    static func eraseWhileJudging(_ root: TemporaryDataRoot, user: String,
+                                  judging: @escaping @Sendable (FakeModerationServer) -> Bool) async throws -> (store: any StatusStore, judged: Bool) {
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let gate = FakeVisionServer.Gate()
+        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
+        defer { moderation.stop() }
+        let config = root.config(endpoint: clean.endpoint) { config in
+            config.text.classifier.kind = .local
+            config.text.classifier.endpoint = moderation.baseURL
+            config.text.classifier.timeoutSeconds = 120
+        }
+        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
+        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
+        let judged = try await waitUntil(seconds: 120) { judging(moderation) }
+        _ = try await services.erasure.eraseUser(user, by: "test", reason: "erasure request")
+        await gate.open()
+        try await daemon.value
+        return (services.store, judged)
+    }
+
     /// A line as erasure leaves it: spaces, as many as it had bytes.
     static func blank(_ line: String) -> String { String(repeating: " ", count: line.utf8.count) }
 
@@ -118,29 +142,14 @@ import Testing
     /// and the file it finishes keeps none of them.
     @Test func queuedLinesBeingJudgedWhenTheirUserIsErasedAreNotRecorded() async throws {
         let root = try TemporaryDataRoot()
-        let clean = try await FakeVisionServer.always(cleanResult)
-        defer { clean.stop() }
-        let gate = FakeVisionServer.Gate()
-        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
-        defer { moderation.stop() }
         let amy = #"{"id": "a-1", "userId": "amy", "text": "see you at noon"}"#
         let zeds = [#"{"id": "z-1", "userId": "zed", "text": "my address is 1 Main St"}"#, #"{"id": "z-2", "userId": "zed", "text": "bye"}"#]
         try root.writeQueue("chat.jsonl", [zeds[0], amy, zeds[1]])
-        let config = root.config(endpoint: clean.endpoint) { config in
-            config.text.classifier.kind = .local
-            config.text.classifier.endpoint = moderation.baseURL
-            config.text.classifier.timeoutSeconds = 120
-        }
-        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
-        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
-        let beingJudged = try await waitUntil(seconds: 120) { moderation.texts.count == 3 }
-        _ = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
-        await gate.open()
+        let (store, beingJudged) = try await Self.eraseWhileJudging(root, user: "zed") { $0.texts.count == 3 }
         #expect(beingJudged, "every line was read and sent to the classifier before the erasure")
-        try await daemon.value
-        let recorded = try await services.store.items(matching: ItemFilter(userId: "zed"))
+        let recorded = try await store.items(matching: ItemFilter(userId: "zed"))
         #expect(recorded.isEmpty, "\(recorded.map { ($0.id, $0.status, $0.reason ?? "") })")
-        #expect(try await services.store.item("a-1")?.status == .approved)
+        #expect(try await store.item("a-1")?.status == .approved)
         let done = try String(contentsOf: root.file("queues/text/done/chat.jsonl"), encoding: .utf8)
         #expect(done == [Self.blank(zeds[0]), amy, Self.blank(zeds[1]), ""].joined(separator: "\n"), "\(done)")
     }
@@ -150,28 +159,13 @@ import Testing
     /// erasure first, count it as a new message, but the message request it makes is not written, nor is its item.
     @Test func queuedLinesJudgedAfterTheirUserIsErasedAreNotCounted() async throws {
         let root = try TemporaryDataRoot()
-        let clean = try await FakeVisionServer.always(cleanResult)
-        defer { clean.stop() }
-        let gate = FakeVisionServer.Gate()
-        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
-        defer { moderation.stop() }
         try root.writeQueue("chat.jsonl", (0..<250).map { #"{"id": "a-\#($0)", "userId": "amy", "text": "note \#($0)"}"# }
                                           + [#"{"id": "z-1", "userId": "zed", "recipientId": "amy", "text": "hi amy"}"#])
-        let config = root.config(endpoint: clean.endpoint) { config in
-            config.text.classifier.kind = .local
-            config.text.classifier.endpoint = moderation.baseURL
-            config.text.classifier.timeoutSeconds = 120
-        }
-        let services = try await Services.live(config: config, environment: [:], logger: quietLogger)
-        let daemon = Task { try await Services.live(config: config, environment: [:], logger: quietLogger).daemon(mode: .once).run() }
-        let beingJudged = try await waitUntil(seconds: 120) { !moderation.texts.isEmpty }
-        _ = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
-        await gate.open()
+        let (store, beingJudged) = try await Self.eraseWhileJudging(root, user: "zed") { !$0.texts.isEmpty }
         #expect(beingJudged, "the file was read and its first lines sent to the classifier before the erasure")
-        try await daemon.value
-        #expect(try await services.store.item("a-249")?.status == .approved)
-        #expect(try await services.store.items(matching: ItemFilter(userId: "zed")).isEmpty)
-        #expect(try await services.store.relationFacts(sender: "zed", recipient: "amy") == RelationFacts(), "no message request of zed's")
+        #expect(try await store.item("a-249")?.status == .approved)
+        #expect(try await store.items(matching: ItemFilter(userId: "zed")).isEmpty)
+        #expect(try await store.relationFacts(sender: "zed", recipient: "amy") == RelationFacts(), "no message request of zed's")
     }
 
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {
