@@ -170,21 +170,23 @@ public struct TextQueueIngestor: Sendable {
 
     /// The ids lines of one file are recorded under when they have no usable id of their own (rejected before one was
     /// read, or refused as another user's id): `{file}:{line}:{fingerprint}`, the fingerprint being the first four
-    /// bytes of the file's SHA-256 in hex. Writers reuse file names (`chat.jsonl` every hour), so the name and line
-    /// alone would give the next file's rejected line 4 the id of this one's and overwrite its item; the same file read
-    /// again (a replay after a crash, or a finished file dropped again) has the same fingerprint, so its lines are
-    /// found unchanged. Characters of the name outside the id alphabet become `_` and a long name is cut short (the
+    /// bytes of the file's SHA-256 in hex when it was first read. Writers reuse file names (`chat.jsonl` every hour), so
+    /// the name and line alone would give the next file's rejected line 4 the id of this one's and overwrite its item;
+    /// the same file read again (a replay after a crash, or a finished file dropped again) has the same fingerprint, so
+    /// its lines are found unchanged — a replayed file keeps the one written down when it was first read
+    /// (`QueueFileFingerprints`) even after an erasure blanked some of its lines. Characters of the name outside the id alphabet become `_` and a long name is cut short (the
     /// fingerprint keeps the ids apart), so every id is a valid text id of at most 128 bytes that the API can look up.
     struct LineIDs: Sendable {
         let stem: String
         let fingerprint: String
 
-        init(file name: String, contents: Data) {
+        /// `fingerprint`: the file's (`QueueFileFingerprints`), the first four bytes of its SHA-256 when first read.
+        init(file name: String, fingerprint: String) {
             stem = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
                 scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_.-".unicodeScalars.contains(scalar))
                     ? scalar : "_"
             }))
-            fingerprint = ContentHash.sha256Prefix(contents, bytes: 4)
+            self.fingerprint = fingerprint
         }
 
         func id(line: Int) -> ItemID {
@@ -209,9 +211,16 @@ public struct TextQueueIngestor: Sendable {
         // The relation history's point before the file is read: a user erased after it may have lines here that were
         // read before the erasure blanked them (`Erasure.eraseUser`), so their lines are left out when written.
         let erasuresSeenUpTo = try await store.relationChanges(after: nil, limit: 0).last
-        let data = try Data(contentsOf: file, options: .mappedIfSafe)
+        // Read through one descriptor, so the identity is that of the bytes read (a writer may rename a new file in).
+        let (data, identity) = try FileOps.readRegularFileAndIdentity(file, limit: .max)
         let name = file.lastPathComponent
-        let ids = LineIDs(file: name, contents: data)
+        let fingerprints = QueueFileFingerprints(root: root)
+        let (fingerprint, resumed) = try fingerprints.fingerprint(of: name, contents: data, identity: identity)
+        if resumed {
+            logger.info("text queue file read before; its lines keep the ids they were first recorded under",
+                        metadata: ["file": "\(name)", "fingerprint": "\(fingerprint)"])
+        }
+        let ids = LineIDs(file: name, fingerprint: fingerprint)
         var run = FileRun(ingestor: self, name: name, ids: ids, leases: leases, erasuresSeenUpTo: erasuresSeenUpTo)
         run.mayBeReplay = try await Self.wasReadBefore(data, ids: ids, store: store)
         var lineNumber = 0
@@ -238,6 +247,12 @@ public struct TextQueueIngestor: Sendable {
         let summary = run.summary
         if let leases, !(await leases.stillHolds(run.unit)) { throw ClaimLost() }
         try FileOps.moveKeepingExisting(file, to: { doneDestination(for: name, copy: $0) })
+        do {
+            try fingerprints.forget(name)
+        } catch {
+            logger.warning("a finished text queue file's fingerprint record stays (it matches no new file)",
+                           metadata: ["file": "\(name)", "error": "\(error)"])
+        }
         logger.info("text queue file done", metadata: ["file": "\(name)", "lines": "\(summary.lines)", "recorded": "\(summary.recorded)",
                                                         "unchanged": "\(summary.unchanged)", "rejected": "\(summary.rejected)",
                                                         "superseded": "\(summary.superseded)", "erased": "\(summary.erased)"])

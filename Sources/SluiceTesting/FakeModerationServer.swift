@@ -17,10 +17,10 @@ public final class FakeModerationServer: Sendable {
     public var texts: [String] { received.compactMap { $0.json?["input"] as? String } }
 
     /// `scores` gives the non-zero scores for a text; `failure` (when it returns a reply) answers instead. With `held`,
-    /// each answer waits for it first (a test's gate).
+    /// each answer waits for it first, given the text asked about (a test's gate).
     public static func start(scores: @escaping @Sendable (String) -> [String: Double],
                              failure: @escaping @Sendable (String, Int) -> FakeJSONServer.Reply? = { _, _ in nil },
-                             held: (@Sendable () async -> Void)? = nil) async throws -> FakeModerationServer {
+                             held: (@Sendable (String) async -> Void)? = nil) async throws -> FakeModerationServer {
         FakeModerationServer(server: try await FakeJSONServer.start { request, index in
             if let problem = problem(request) {
                 return .init(status: 400, body: #"{"error":{"message":"\#(problem)","type":"invalid_request_error","param":null,"code":null}}"#)
@@ -39,7 +39,7 @@ public final class FakeModerationServer: Sendable {
             let body: [String: Any] = ["id": "modr-\(index)", "model": request.json?["model"] as? String ?? "", "results": [result]]
             let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
             var reply = FakeJSONServer.Reply(bytes: data)
-            reply.held = held
+            if let held { reply.held = { await held(text) } }
             return reply
         })
     }

@@ -45,7 +45,7 @@ import Testing
         let clean = try await FakeVisionServer.always(cleanResult)
         defer { clean.stop() }
         let gate = FakeVisionServer.Gate()
-        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { await gate.wait() })
+        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { _ in await gate.wait() })
         defer { moderation.stop() }
         let config = root.config(endpoint: clean.endpoint) { config in
             config.text.classifier.kind = .local
@@ -166,6 +166,63 @@ import Testing
         #expect(try await store.item("a-249")?.status == .approved)
         #expect(try await store.items(matching: ItemFilter(userId: "zed")).isEmpty)
         #expect(try await store.relationFacts(sender: "zed", recipient: "amy") == RelationFacts(), "no message request of zed's")
+    }
+
+    /// A daemon killed in the middle of a queue file (its first batch of 2,000 lines recorded, the rest held at the text
+    /// classifier), a user with lines on both sides erased, and the file replayed: blanking the user's lines changed
+    /// the file's bytes, yet each line without an id of its own is recorded once, under the id it was first recorded
+    /// under (the fingerprint written down when the file was first read), and no line of the erased user's is.
+    @Test func aFileReplayedAfterACrashAndAnErasureRecordsEachRejectedLineOnce() async throws {
+        let root = try TemporaryDataRoot()
+        let clean = try await FakeVisionServer.always(cleanResult)
+        defer { clean.stop() }
+        let lines = (0..<3_000).map { index in
+            index % 100 == 7 ? "not json \(index)"
+                : index % 10 == 3 ? #"{"id": "z-\#(index)", "userId": "zed", "text": "line \#(index)"}"#
+                : #"{"id": "a-\#(index)", "userId": "amy", "text": "line \#(index)"}"#
+        }
+        try root.writeQueue("chat.jsonl", lines)
+        // Lines after the first batch wait at the classifier until the daemon judging them is dead.
+        let gate = FakeVisionServer.Gate()
+        let moderation = try await FakeModerationServer.start(scores: { _ in [:] }, held: { text in
+            if let number = Int(text.dropFirst("line ".count)), number >= 2_000 { await gate.wait() }
+        })
+        defer { moderation.stop() }
+        let wordlists = TestEnvironment.repositoryRoot.appendingPathComponent("Wordlists").path
+        let config = try root.writeConfigFile(endpoint: clean.endpoint, extra: """
+            "text": { "wordlistsDirectory": "\(wordlists)", "classifier": "local", "classifierEndpoint": "\(moderation.baseURL)",
+                      "classifierTimeoutSeconds": 120 }
+            """)
+        let daemon = Process()
+        daemon.executableURL = TestEnvironment.sluiceBinary
+        daemon.arguments = ["run", "--config", config.path, "--log-level", "error"]
+        try daemon.run()
+        let firstBatch = try await waitUntil(seconds: 120) {
+            guard let store = await root.storeWhenReady() else { return false }
+            return try await store.item("a-1999") != nil
+        }
+        kill(daemon.processIdentifier, SIGKILL)
+        _ = await waitForExit(daemon)
+        #expect(firstBatch, "the daemon recorded the file's first batch before it was killed")
+        #expect(root.exists("queues/text/chat.jsonl") && !root.exists("queues/text/done/chat.jsonl"), "killed in the middle of the file")
+
+        let services = try await Services.live(config: root.config(endpoint: clean.endpoint), environment: [:], logger: quietLogger)
+        let erased = try await services.erasure.eraseUser("zed", by: "test", reason: "erasure request")
+        #expect(erased.items.count == 200, "zed's lines in the first batch")
+        await gate.open()
+        let replay = try await shell(TestEnvironment.sluiceBinary, ["run", "--once", "--config", config.path, "--log-level", "info"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.stderr.contains("text queue file read before"), "\(replay.stderr)")
+        #expect(root.exists("queues/text/done/chat.jsonl"))
+
+        let items = try await services.store.items(kind: .text)
+        let rejected = items.filter { $0.status == .rejected }
+        #expect(rejected.count == 30, "\(rejected.count) rejected items for 30 lines that are not JSON")
+        #expect(Set(rejected.compactMap(\.reason)).count == 30, "each names its own line")
+        #expect(items.filter { $0.userId == "amy" }.count == 2_670)
+        #expect(items.filter { $0.userId == "zed" }.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.file("queues/text/.fingerprints").path).isEmpty,
+                "the file's fingerprint record goes once it is in done/")
     }
 
     @Test func anItemAndThenAUserAreErasedWithEveryFile() async throws {

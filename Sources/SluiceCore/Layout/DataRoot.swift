@@ -15,6 +15,8 @@ public struct DataRoot: Sendable, Equatable {
     /// Text queue files waiting (`*.jsonl`), and those already read (`done/`).
     public var textQueue: URL { url.appendingPathComponent("queues/text", isDirectory: true) }
     public var finishedTextQueue: URL { textQueue.appendingPathComponent("done", isDirectory: true) }
+    /// The fingerprints text queue files not yet in done/ were first recorded under (one small JSON file each).
+    public var textQueueFingerprints: URL { textQueue.appendingPathComponent(".fingerprints", isDirectory: true) }
 
     public static let folderNames = ["pending", "approved", "thumbnails", "quarantine", "review", "rejected"]
 
