@@ -174,8 +174,9 @@ public struct TextQueueIngestor: Sendable {
     /// the name and line alone would give the next file's rejected line 4 the id of this one's and overwrite its item;
     /// the same file read again (a replay after a crash, or a finished file dropped again) has the same fingerprint, so
     /// its lines are found unchanged — a replayed file keeps the one written down when it was first read
-    /// (`QueueFileFingerprints`) even after an erasure blanked some of its lines. Characters of the name outside the id alphabet become `_` and a long name is cut short (the
-    /// fingerprint keeps the ids apart), so every id is a valid text id of at most 128 bytes that the API can look up.
+    /// (`QueueFileFingerprints`) even after an erasure blanked some of its lines. Characters of the name outside the id
+    /// alphabet become `_` and a long name is cut short (the fingerprint keeps the ids apart), so every id is a valid
+    /// text id of at most 128 bytes that the API can look up.
     struct LineIDs: Sendable {
         let stem: String
         let fingerprint: String
